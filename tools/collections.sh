@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Galaxy is unreachable: takes the collections molecule needs (community.docker for its docker
+# driver, ansible.posix) out of the `ansible` wheel on PyPI and unpacks only them into
+# .build/collections. The wheel is kept in .build/cache, so a rerun downloads nothing.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+ansible_version=14.5.0
+wanted=(community/docker ansible/posix)
+dest="$root/.build/collections"
+stamp="$dest/.stamp"
+want="$ansible_version ${wanted[*]}"
+[ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && exit 0
+
+cache="$root/.build/cache"
+mkdir -p "$cache"
+wheel=$(ls "$cache"/ansible-"$ansible_version"-*.whl 2>/dev/null | head -n1 || true)
+if [ -z "$wheel" ]; then
+  "$root/.build/venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps \
+    -d "$cache" "ansible==$ansible_version"
+  wheel=$(ls "$cache"/ansible-"$ansible_version"-*.whl | head -n1)
+fi
+rm -rf "$dest"
+mkdir -p "$dest"
+"$root/.build/venv/bin/python" - "$wheel" "$dest" "${wanted[@]}" <<'PY'
+import sys, zipfile
+wheel, dest, *wanted = sys.argv[1:]
+prefixes = tuple(f"ansible_collections/{w}/" for w in wanted)
+with zipfile.ZipFile(wheel) as z:
+    members = [m for m in z.namelist() if m.startswith(prefixes)]
+    z.extractall(dest, members)
+print(f"unpacked {len(members)} files of {', '.join(wanted)}", file=sys.stderr)
+PY
+echo "$want" >"$stamp"

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# `make demo`: start the local systemd container hosts of inventories/local (group blackwell),
+# run the main job against them and say what happened. `--destroy` removes the hosts.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+hosts=(inferops-demo-1 inferops-demo-2)
+
+if [ "${1:-}" = --destroy ]; then
+  docker rm -f "${hosts[@]}" >/dev/null 2>&1 || true
+  exit 0
+fi
+
+image=$("$root/tools/base-image.sh")
+# The flags that let systemd run as PID 1 here (--privileged is refused: no CAP_SYS_RESOURCE).
+systemd_flags=(--cap-add ALL --cap-drop SYS_RESOURCE --security-opt seccomp=unconfined
+  --security-opt apparmor=unconfined --cgroupns=host -v /sys/fs/cgroup:/sys/fs/cgroup:rw
+  --tmpfs /run --tmpfs /run/lock --stop-signal SIGRTMIN+3)
+proxy_env=()
+for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
+  [ -n "${!v:-}" ] && proxy_env+=(-e "$v=${!v}")
+done
+
+for h in "${hosts[@]}"; do
+  current=$(docker inspect -f '{{.Config.Image}} {{.State.Running}}' "$h" 2>/dev/null || true)
+  if [ "$current" != "$image true" ]; then
+    docker rm -f "$h" >/dev/null 2>&1 || true
+    docker run -d --name "$h" --hostname "$h" "${systemd_flags[@]}" "${proxy_env[@]}" "$image" /lib/systemd/systemd >/dev/null
+    echo "demo: started $h from $image"
+  fi
+done
+for h in "${hosts[@]}"; do
+  timeout 60 docker exec "$h" systemctl is-system-running --wait >/dev/null || true
+done
+
+cd "$root"
+start=$(date +%s)
+ansible-playbook -i inventories/local/hosts.yml site.yml -l blackwell
+echo
+echo "demo: ran 'ansible-playbook site.yml -l blackwell' on ${hosts[*]} in $(( $(date +%s) - start )) s."
+echo "demo: the hosts keep running: 'docker exec -it ${hosts[0]} bash' to look, 'make clean' to remove them."
