@@ -13,11 +13,10 @@ want="$ansible_version ${wanted[*]}"
 
 cache="$root/.build/cache"
 mkdir -p "$cache"
-wheel=$(ls "$cache"/ansible-"$ansible_version"-*.whl 2>/dev/null | head -n1 || true)
-if [ -z "$wheel" ]; then
+wheel="$cache/ansible-$ansible_version-py3-none-any.whl"
+if [ ! -f "$wheel" ]; then
   "$root/.build/venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps \
     -d "$cache" "ansible==$ansible_version"
-  wheel=$(ls "$cache"/ansible-"$ansible_version"-*.whl | head -n1)
 fi
 rm -rf "$dest"
 mkdir -p "$dest"

@@ -6,6 +6,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 tree="$root/.build/sanity/ansible_collections/inferops/gpu"
 python_version=3.12
 
+# ansible-test skips its shellcheck test when the program is missing.
+"$root/tools/apt-install.sh" shellcheck
+
 rm -rf "$tree"
 mkdir -p "$tree"
 (cd "$root" && git ls-files -z --cached --others --exclude-standard) \

@@ -35,5 +35,12 @@ def test_host_ca_bundle_is_trusted(host, path):
     assert first_cert.strip() in host.file("/etc/ssl/certs/ca-certificates.crt").content_string
 
 
-def test_python_for_ansible_and_venvs(host):
-    assert host.run("python3 -m venv --help").rc == 0
+def test_venv_reaches_the_package_index_through_the_trusted_cas(host):
+    # Later roles build venvs from the package index; TLS there may be intercepted.
+    cmd = host.run(
+        "rm -rf /tmp/harness-venv /tmp/harness-dl && python3 -m venv /tmp/harness-venv && "
+        "PIP_CERT=/etc/ssl/certs/ca-certificates.crt /tmp/harness-venv/bin/pip download "
+        "--quiet --no-deps --dest /tmp/harness-dl six==1.17.0"
+    )
+    assert cmd.rc == 0, cmd.stderr
+    assert host.file("/tmp/harness-dl/six-1.17.0-py2.py3-none-any.whl").exists

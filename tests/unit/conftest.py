@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# Copyright: inferops.gpu contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Shared helpers: import path for the collection and nvidia-smi capture replay."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# .collections/ansible_collections/inferops/gpu is a committed symlink to the repo root.
+COLLECTIONS = os.path.join(REPO_ROOT, '.collections')
+if COLLECTIONS not in sys.path:
+    sys.path.insert(0, COLLECTIONS)
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures', 'nvidia_smi')
+CAPTURE_SCRIPT = os.path.join(REPO_ROOT, 'tests', 'gpu', 'capture_nvidia_smi.sh')
+SYSTEMS = sorted(os.listdir(FIXTURES))
+# The capture script keeps output only; exit codes of the recorded commands live here.
+EXIT_CODES = {'broken_driver': 9}
+SMI = '/usr/bin/nvidia-smi'
+
+
+def read_fixture(system, name):
+    with open(os.path.join(FIXTURES, system, name)) as handle:
+        return handle.read()
+
+
+def capture_query(name):
+    """Value of a shell variable (q_gpu, ...) in the capture script."""
+    with open(CAPTURE_SCRIPT) as handle:
+        return re.search(r'^%s=(\S+)$' % name, handle.read(), re.MULTILINE).group(1)
+
+
+class SmiReplay:
+    """Stands in for run_command: answers nvidia-smi calls from one fixture directory.
+
+    overrides maps a fixture file name to (rc, stdout) to simulate one failing call.
+    """
+
+    def __init__(self, system, path=SMI, overrides=None):
+        self.system = system
+        self.path = path
+        self.overrides = overrides or {}
+        self.calls = []
+
+    def file_for(self, args):
+        if args == ['--query-gpu=%s' % capture_query('q_gpu'), '--format=csv,noheader,nounits']:
+            return 'query_gpu.csv'
+        if args == ['--query-compute-apps=gpu_uuid,pid,process_name,used_memory', '--format=csv,noheader,nounits']:
+            return 'query_apps.csv'
+        return {('topo', '-m'): 'topo.txt', (): 'nvidia_smi.txt', ('--version',): 'version.txt'}[tuple(args)]
+
+    def __call__(self, argv, **kwargs):
+        self.calls.append(list(argv))
+        assert argv[0] == self.path
+        name = self.file_for(list(argv[1:]))
+        if name in self.overrides:
+            rc, out = self.overrides[name]
+            return rc, out, ''
+        return EXIT_CODES.get(self.system, 0), read_fixture(self.system, name), ''
+
+    def ran(self, name):
+        return any(self.file_for(call[1:]) == name for call in self.calls)
+
+
+@pytest.fixture
+def smi_replay():
+    return SmiReplay
+
+
+@pytest.fixture
+def fixture_text():
+    return read_fixture
+
+
+@pytest.fixture
+def fixture_systems():
+    return SYSTEMS
+
+
+@pytest.fixture
+def capture_script_query():
+    return capture_query
