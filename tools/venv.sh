@@ -9,8 +9,9 @@ uv_version=0.13.9
 find_python() {
   local c
   for c in "${TOOLS_PYTHON:-}" python3.12 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12*/bin/python3.12 /usr/bin/python3.12; do
-    # pyenv shims exist for versions that are not selected: ask the interpreter itself.
-    [ -n "$c" ] && "$c" -c 'import sys; assert sys.version_info[:2] == (3, 12); print(sys.executable)' 2>/dev/null && return
+    # pyenv shims exist for versions that are not selected: ask the interpreter itself, and take
+    # the base interpreter when it is a venv (our own venv comes first on PATH under make).
+    [ -n "$c" ] && "$c" -c 'import sys; assert sys.version_info[:2] == (3, 12); print(getattr(sys, "_base_executable", sys.executable))' 2>/dev/null && return
   done
   echo "tools/venv.sh: no Python 3.12 found (ansible-core 2.21 and molecule need it); set TOOLS_PYTHON=/path/to/python3.12" >&2
   exit 1
