@@ -21,12 +21,12 @@ SIZES = [1 << p for p in range(20, 31, 2)]  # 1 MiB .. 1 GiB
 
 def bench(rank, world, size, iters):
     x = torch.ones(size // 4, dtype=torch.float32, device=rank)
-    for _ in range(3):
+    for dummy in range(3):
         dist.all_reduce(x)
     torch.cuda.synchronize()
     dist.barrier()
     start = time.perf_counter()
-    for _ in range(iters):
+    for dummy in range(iters):
         dist.all_reduce(x)
     torch.cuda.synchronize()
     seconds = (time.perf_counter() - start) / iters
