@@ -25,3 +25,15 @@ cp "$root/tools/get_pip_shim.py" "$home/.ansible/test/cache/get_pip_${pip_versio
 
 cd "$tree"
 HOME="$home" ansible-test sanity --color no --python "$python_version" --requirements "$@"
+
+# Modules run on the targets' Python, not the controller's: compile and import them on the oldest
+# supported target Python and on Debian 12's, where those interpreters exist on this machine.
+for v in ${SANITY_TARGET_PYTHONS:-3.9 3.11}; do
+  bin=$(find "${PYENV_ROOT:-$HOME/.pyenv}/versions" -maxdepth 2 -path "*/$v.*/bin" 2>/dev/null | sort -V | tail -n1)
+  if [ -z "$bin" ] && ! command -v "python$v" >/dev/null; then
+    echo "sanity: no Python $v here, target checks for it skipped" >&2
+    continue
+  fi
+  PATH="${bin:+$bin:}$PATH" HOME="$home" ansible-test sanity --color no --python "$v" --requirements \
+    --test compile --test import "$@"
+done
