@@ -1,0 +1,163 @@
+# -*- coding: utf-8 -*-
+# Copyright: inferops.gpu contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pins, versions and the compatibility rules of an ML stack, evaluated before anything is built.
+
+A rule is data (the ml_env role keeps them in its profiles):
+
+- ``same_version``: ``packages`` pinned together must carry the same version
+  (``require_all``: pinning one of them without the others fails too).
+- ``requires``: when ``package`` is pinned at ``version``, ``needs.package`` must be pinned at
+  ``needs.version``.
+- ``cuda_local_tag``: every ``+cuXYZ`` local version label names the CUDA toolkit's major.
+- ``cuda_major``: the profile's target CUDA ``major`` is the toolkit's major.
+- ``python_version``: the interpreter's ``major.minor`` is one of ``versions``.
+
+Version patterns: ``2.9.*`` matches a release prefix; ``0.3.21`` matches that public version
+with any local label; ``0.3.21+cu130`` matches exactly.
+"""
+
+from __future__ import annotations
+
+import re
+
+RULE_KINDS = ('same_version', 'requires', 'cuda_local_tag', 'cuda_major', 'python_version')
+NAME_RE = re.compile(r'^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$')
+# An exact PEP 440 version (no ranges, no wildcards), with an optional local label.
+VERSION_RE = re.compile(
+    r'^([0-9]+!)?[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?(\+[a-z0-9]+(\.[a-z0-9]+)*)?$',
+    re.IGNORECASE)
+_CUDA_TAG_RE = re.compile(r'^cu([0-9]+)([0-9])$')
+
+
+def normalize_name(name):
+    """PEP 503 normalised distribution name: ``Flashinfer_Python`` -> ``flashinfer-python``."""
+    return re.sub(r'[-_.]+', '-', name).lower()
+
+
+def split_local(version):
+    public, _sep, local = str(version).strip().lower().partition('+')
+    return public, local.replace('-', '.').replace('_', '.')
+
+
+def versions_equal(left, right):
+    return split_local(left) == split_local(right)
+
+
+def version_matches(version, pattern):
+    """Does an installed or pinned ``version`` satisfy ``pattern`` (see the module docstring)?"""
+    if version is None:
+        return False
+    public, local = split_local(version)
+    want_public, want_local = split_local(pattern)
+    if want_public.endswith('.*'):
+        prefix = want_public[:-2].split('.')
+        return public.split('.')[:len(prefix)] == prefix
+    if want_local:
+        return (public, local) == (want_public, want_local)
+    return public == want_public
+
+
+def cuda_major_of_tag(version):
+    """CUDA major named by a ``+cuXYZ`` local label (cu130 -> 13, cu128 -> 12), else None."""
+    local = split_local(version)[1]
+    for part in local.split('.'):
+        match = _CUDA_TAG_RE.match(part)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def cuda_major(cuda_version):
+    match = re.match(r'^\s*([0-9]+)', str(cuda_version or ''))
+    return int(match.group(1)) if match else None
+
+
+def pin_problems(pins, label='pins'):
+    """Names and versions that are not a distribution name mapped to an exact version."""
+    problems = []
+    for name, version in sorted(pins.items()):
+        if not NAME_RE.match(str(name)):
+            problems.append('%s: %r is not a distribution name' % (label, name))
+        if not VERSION_RE.match(str(version)):
+            problems.append('%s: %s %r is not an exact version (allowed: like 2.9.1 or 2.9.1+cu130)'
+                            % (label, name, version))
+    return problems
+
+
+def _rule_result(rule, message):
+    return {'name': rule['name'], 'kind': rule['kind'], 'ok': message is None, 'message': message or ''}
+
+
+def _same_version(rule, pins):
+    wanted = rule.get('packages') or []
+    present = [(name, pins[normalize_name(name)]) for name in wanted if normalize_name(name) in pins]
+    if not present:
+        return None
+    if rule.get('require_all') and len(present) != len(wanted):
+        return '%s must be pinned together; the pin set has only %s' % (
+            ', '.join(wanted), ', '.join('%s %s' % item for item in present))
+    if len(set(split_local(version)[0] for _name, version in present)) > 1:
+        return '%s must carry the same version; the pin set has %s' % (
+            ' and '.join(wanted), ', '.join('%s %s' % item for item in present))
+    return None
+
+
+def _requires(rule, pins):
+    name, pattern = rule.get('package') or '', rule.get('version') or '*'
+    pinned = pins.get(normalize_name(name))
+    if pinned is None or (pattern != '*' and not version_matches(pinned, pattern)):
+        return None
+    needs = rule.get('needs') or {}
+    other_name, other_pattern = needs.get('package') or '', needs.get('version') or '*'
+    other = pins.get(normalize_name(other_name))
+    if other is not None and (other_pattern == '*' or version_matches(other, other_pattern)):
+        return None
+    found = 'no %s' % other_name if other is None else '%s %s' % (other_name, other)
+    return '%s %s needs %s %s; the pin set has %s' % (name, pinned, other_name, other_pattern, found)
+
+
+def _cuda_local_tag(rule, pins, cuda_version):
+    major = cuda_major(cuda_version)
+    wrong = ['%s %s' % (name, version) for name, version in sorted(pins.items())
+             if cuda_major_of_tag(version) not in (None, major)]
+    if wrong:
+        return 'the CUDA toolkit is %s (major %s) but %s built for another CUDA major' % (
+            cuda_version, major, ', '.join(wrong) + (' is' if len(wrong) == 1 else ' are'))
+    return None
+
+
+def _cuda_major(rule, cuda_version):
+    if cuda_major(rule.get('major')) != cuda_major(cuda_version):
+        return 'the stack targets CUDA %s but the toolkit is %s' % (rule.get('major'), cuda_version)
+    return None
+
+
+def _python_version(rule, python_version):
+    allowed = [str(item) for item in rule.get('versions') or []]
+    major_minor = '.'.join(str(python_version).split('.')[:2])
+    if major_minor not in allowed:
+        return 'Python %s is not supported by this stack (allowed: %s)' % (python_version, ', '.join(allowed))
+    return None
+
+
+def evaluate_rules(rules, pins, cuda_version=None, python_version=None):
+    """One result per rule: name, kind, ok and the message of a failed rule."""
+    pins = dict((normalize_name(name), str(version)) for name, version in pins.items())
+    results = []
+    for rule in rules:
+        kind = rule.get('kind')
+        if kind == 'same_version':
+            message = _same_version(rule, pins)
+        elif kind == 'requires':
+            message = _requires(rule, pins)
+        elif kind == 'cuda_local_tag':
+            message = _cuda_local_tag(rule, pins, cuda_version) if cuda_version else None
+        elif kind == 'cuda_major':
+            message = _cuda_major(rule, cuda_version) if cuda_version else None
+        elif kind == 'python_version':
+            message = _python_version(rule, python_version)
+        else:
+            message = 'unknown rule kind %r (allowed: %s)' % (kind, ', '.join(RULE_KINDS))
+        results.append(_rule_result(rule, message))
+    return results

@@ -1,0 +1,114 @@
+# -*- coding: utf-8 -*-
+# Copyright: inferops.gpu contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_stack import (
+    cuda_major_of_tag,
+    evaluate_rules,
+    normalize_name,
+    pin_problems,
+    version_matches,
+    versions_equal,
+)
+
+ROLE_VARS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..',
+                         'roles', 'ml_env', 'vars', 'main.yml')
+FIELD_NOTES_PINS = {
+    'torch': '2.9.1+cu130', 'sgl-kernel': '0.3.21+cu130', 'flashinfer-python': '0.6.4',
+    'flashinfer-cubin': '0.6.4', 'sglang': '0.5.9',
+}
+
+
+def role_rules(profile):
+    with open(ROLE_VARS) as handle:
+        data = yaml.safe_load(handle)
+    stack = data['__ml_env_builtin_profiles'][profile]
+    # As the role does: the profile's target CUDA major becomes a rule of its own.
+    major = [{'name': 'profile-cuda-major-matches-toolkit', 'kind': 'cuda_major', 'major': str(stack['cuda_major'])}]
+    return data['__ml_env_rules'] + stack.get('rules', []) + major
+
+
+def failed(results):
+    return dict((r['name'], r['message']) for r in results if not r['ok'])
+
+
+@pytest.mark.parametrize('version, pattern, expected', [
+    ('2.9.1+cu130', '2.9.*', True),
+    ('2.10.0+cu130', '2.9.*', False),
+    ('2.9', '2.9.*', True),
+    ('0.3.21+cu130', '0.3.21', True),
+    ('0.3.21+cu130', '0.3.21+cu128', False),
+    ('0.3.21+cu130', '0.3.21+cu130', True),
+    ('0.3.210', '0.3.21', False),
+    (None, '1', False),
+])
+def test_version_matches(version, pattern, expected):
+    assert version_matches(version, pattern) is expected
+
+
+def test_versions_equal_and_names():
+    assert versions_equal('2.9.1+CU130', '2.9.1+cu130')
+    assert not versions_equal('2.9.1', '2.9.1+cu130')
+    assert normalize_name('Flashinfer_Python') == 'flashinfer-python'
+
+
+@pytest.mark.parametrize('version, major', [('2.9.1+cu130', 13), ('0.3.21+cu128', 12), ('1.0+cpu', None),
+                                            ('1.0', None), ('2.0+cu118.post1', 11)])
+def test_cuda_major_of_tag(version, major):
+    assert cuda_major_of_tag(version) == major
+
+
+def test_pin_problems_name_the_bad_pin():
+    assert pin_problems({'torch': '2.9.1+cu130', 'six': '1.17.0'}) == []
+    problems = pin_problems({'torch': '>=2.9', 'bad name!': '1.0'}, label='ml_env_profiles.x.packages')
+    assert any("torch '>=2.9' is not an exact version" in p for p in problems)
+    assert any("'bad name!' is not a distribution name" in p for p in problems)
+
+
+def test_the_field_notes_stack_passes_its_own_rules():
+    assert failed(evaluate_rules(role_rules('sglang-0.5.9-cu130'), FIELD_NOTES_PINS, '13.0', '3.12.3')) == {}
+
+
+@pytest.mark.parametrize('change, rule, words', [
+    ({'torch': '2.10.0+cu130'}, 'sgl-kernel-0.3.21-needs-torch-2.9', 'the pin set has torch 2.10.0+cu130'),
+    ({'flashinfer-cubin': '0.6.3'}, 'flashinfer-python-matches-cubin', 'flashinfer-cubin 0.6.3'),
+    ({'sgl-kernel': '0.3.21+cu128'}, 'cuda-local-tag-matches-toolkit', 'sgl-kernel 0.3.21+cu128 is built'),
+])
+def test_a_broken_field_notes_stack_names_the_rule(change, rule, words):
+    pins = dict(FIELD_NOTES_PINS, **change)
+    problems = failed(evaluate_rules(role_rules('sglang-0.5.9-cu130'), pins, '13.0', '3.12.3'))
+    assert list(problems) == [rule]
+    assert words in problems[rule]
+
+
+def test_cuda_rules_against_another_toolkit():
+    problems = failed(evaluate_rules(role_rules('sglang-0.5.9-cu130'), FIELD_NOTES_PINS, '12.8', '3.12.3'))
+    assert set(problems) == {'cuda-local-tag-matches-toolkit', 'profile-cuda-major-matches-toolkit'}
+    assert 'sgl-kernel 0.3.21+cu130, torch 2.9.1+cu130 are built' in problems['cuda-local-tag-matches-toolkit']
+
+
+def test_unsupported_python_names_the_rule():
+    problems = failed(evaluate_rules(role_rules('sglang-0.5.9-cu130'), FIELD_NOTES_PINS, '13.0', '3.9.18'))
+    assert problems == {'python-supported': 'Python 3.9.18 is not supported by this stack '
+                                            '(allowed: 3.10, 3.11, 3.12, 3.13)'}
+
+
+def test_rules_that_do_not_apply_pass():
+    rules = [{'name': 'r', 'kind': 'requires', 'package': 'sgl-kernel', 'version': '0.3.21',
+              'needs': {'package': 'torch', 'version': '2.9.*'}},
+             {'name': 's', 'kind': 'same_version', 'packages': ['a', 'b'], 'require_all': True}]
+    assert failed(evaluate_rules(rules, {'sgl-kernel': '0.3.20'}, None, '3.11.2')) == {}
+    assert failed(evaluate_rules(rules, {'sgl_kernel': '0.3.21'}, None, '3.11.2')) == {
+        'r': 'sgl-kernel 0.3.21 needs torch 2.9.*; the pin set has no torch'}
+    assert 'must be pinned together' in failed(evaluate_rules(rules, {'a': '1'}, None, '3.11'))['s']
+
+
+def test_unknown_rule_kind_fails_by_name():
+    assert 'unknown rule kind' in failed(evaluate_rules([{'name': 'x', 'kind': 'nope'}], {}, None, '3.11'))['x']
