@@ -32,6 +32,17 @@ for h in "${hosts[@]}"; do
   timeout 60 docker exec "$h" systemctl is-system-running --wait >/dev/null || true
 done
 
+# The CI stack's SGLang stand-in comes from a wheelhouse on each host (tests/fixtures/).
+wheelhouse="$root/.build/demo-wheelhouse"
+if [ ! -f "$wheelhouse/sglang-0.5.9-py3-none-any.whl" ]; then
+  "$root/.build/venv/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps \
+    -w "$wheelhouse" "$root/tests/fixtures/sglang_standin"
+fi
+for h in "${hosts[@]}"; do
+  docker exec "$h" mkdir -p /opt/inferops-wheelhouse
+  docker cp -q "$wheelhouse/." "$h:/opt/inferops-wheelhouse/"
+done
+
 cd "$root"
 start=$(date +%s)
 ansible-playbook -i inventories/local/hosts.yml site.yml -l blackwell
