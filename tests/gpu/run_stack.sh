@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# On the real GPU host: site.yml (cuda_toolkit existing, ml_env host-torch, runtime_env) against
+# tests/gpu/inventory.yml, then the evidence the roles' issues ask for, all written into $OUT:
+#   site-<profile>.log   the playbook per NCCL profile (auto first, then none, pcie_blackwell, nvlink)
+#   nccl-env.log         a 2-rank all-reduce with NCCL_DEBUG=INFO from a shell without the spec's vars
+#   triton.log           a Triton kernel compiled in a fresh cache + the ptxas wrapper's call log
+#   bench.txt            all-reduce bus bandwidth 1 MiB..1 GiB under each profile (bench/nccl_profiles.sh)
+set -uo pipefail
+out=${OUT:-/tmp/gpu-out}
+mkdir -p "$out"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
+cat >/usr/local/bin/ptxas-logged <<'SH'
+#!/bin/sh
+echo "ptxas-logged -> /usr/local/cuda-13.0/bin/ptxas $*" >>/tmp/ptxas-calls.log
+exec /usr/local/cuda-13.0/bin/ptxas "$@"
+SH
+chmod 0755 /usr/local/bin/ptxas-logged
+
+site() {  # $1 = NCCL profile
+  NCCL_PROFILE=$1 PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH \
+    ansible-playbook -i tests/gpu/inventory.yml site.yml -l blackwell >"$out/site-$1.log" 2>&1
+  echo "site.yml with NCCL profile $1: rc=$? $(grep -A1 'PLAY RECAP' "$out/site-$1.log" | tail -n1)"
+}
+# The spec's variables are unset here; the platform's NCCL_NVLS_ENABLE=0 and
+# TORCH_SYMM_MEM_DISABLE_MULTICAST=1 stay set (and must win).
+venv_python() { env -u CUDA_HOME -u PYTHONPATH /opt/ml-env/bin/python "$@"; }
+
+site auto
+cp /opt/ml-env/.ml_env/verify.json "$out/ml_env_verify.json" 2>/dev/null
+cp /etc/inferops/runtime-env.json "$out/runtime-env-auto.json" 2>/dev/null
+venv_python -c 'import os, json; print(json.dumps({k: os.environ.get(k) for k in ["CUDA_HOME", "TRITON_PTXAS_PATH", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "SGLANG_DISABLE_CUDNN_CHECK"]}))'
+
+site pcie_blackwell
+NCCL_DEBUG=INFO venv_python tests/gpu/nccl_allreduce.py >"$out/nccl-env.log" 2>&1
+echo "all-reduce rc=$?"; grep -E "set by environment|RESULT" "$out/nccl-env.log" | sort -u | head -20
+
+rm -f /tmp/ptxas-calls.log
+venv_python tests/gpu/triton_ptxas.py >"$out/triton.log" 2>&1
+echo "triton rc=$?"; cat /tmp/ptxas-calls.log >>"$out/triton.log" 2>/dev/null; tail -n 3 "$out/triton.log"
+
+bash bench/nccl_profiles.sh "$out" none pcie_blackwell nvlink
+
+# The device tool brings back at most 8 files: keep the summaries, pack the logs.
+(cd "$out" && tar czf logs.tgz ./*.log && rm -f ./*.log)
