@@ -16,6 +16,10 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 COLLECTIONS = os.path.join(REPO_ROOT, '.collections')
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
+# The module tests share module_harness.py (run a module's main() in-process).
+MODULE_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'plugins', 'modules')
+if MODULE_TESTS not in sys.path:
+    sys.path.append(MODULE_TESTS)
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures', 'nvidia_smi')
 CAPTURE_SCRIPT = os.path.join(REPO_ROOT, 'tests', 'gpu', 'capture_nvidia_smi.sh')

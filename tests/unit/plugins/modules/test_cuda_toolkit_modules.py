@@ -4,43 +4,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import struct
-from unittest import mock
 
 import pytest
 
 from ansible.module_utils import basic
 
+from module_harness import invoke, patch_exits
 from ansible_collections.inferops.gpu.plugins.modules import cuda_toolkit_verify, cuda_toolkit_wheels
-
-try:
-    from ansible.module_utils.testing import patch_module_args
-except ImportError:  # ansible-core before 2.19
-    @contextlib.contextmanager
-    def patch_module_args(args=None):
-        payload = json.dumps({'ANSIBLE_MODULE_ARGS': args or {}}).encode()
-        with mock.patch.object(basic, '_ANSIBLE_ARGS', payload):
-            yield
-
-
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
-
-
-def _exit_json(self, **kwargs):
-    raise ExitJson(kwargs)
-
-
-def _fail_json(self, msg, **kwargs):
-    kwargs.update(failed=True, msg=msg)
-    raise FailJson(kwargs)
 
 
 @pytest.fixture
@@ -52,8 +25,7 @@ def target(monkeypatch, tmp_path):
         state['calls'].append((list(argv), kwargs))
         return state['handler'](list(argv), kwargs)
 
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', _exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', _fail_json)
+    patch_exits(monkeypatch)
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
     monkeypatch.setattr(basic.AnsibleModule, 'warn', lambda self, msg: state['warnings'].append(msg))
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda self, name, *a, **k: state['bin'].get(name))
@@ -63,10 +35,7 @@ def target(monkeypatch, tmp_path):
 
 
 def run(module, args):
-    with patch_module_args(args):
-        with pytest.raises((ExitJson, FailJson)) as info:
-            module.main()
-    return info.value.args[0]
+    return invoke(module, args)
 
 
 # --- cuda_toolkit_wheels ---------------------------------------------------------------------

@@ -4,48 +4,21 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-from unittest import mock
 
 import pytest
 import yaml
 
 from ansible.module_utils import basic
 
+from module_harness import invoke, patch_exits
 from ansible_collections.inferops.gpu.plugins.module_utils import gpu_facts
 from ansible_collections.inferops.gpu.plugins.modules import gpu_info
 
-try:
-    from ansible.module_utils.testing import patch_module_args
-except ImportError:  # ansible-core before 2.19
-    @contextlib.contextmanager
-    def patch_module_args(args=None):
-        payload = json.dumps({'ANSIBLE_MODULE_ARGS': args or {}}).encode()
-        with mock.patch.object(basic, '_ANSIBLE_ARGS', payload):
-            yield
 
 SMI = '/usr/bin/nvidia-smi'
 DRIVER_FAILED = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
                  "Make sure that the latest NVIDIA driver is installed and running.")
-
-
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
-
-
-def _exit_json(self, **kwargs):
-    raise ExitJson(kwargs)
-
-
-def _fail_json(self, msg, **kwargs):
-    kwargs.update(failed=True, msg=msg)
-    raise FailJson(kwargs)
 
 
 def _no_pynvml():
@@ -63,8 +36,7 @@ def host(monkeypatch):
             raise AssertionError('nvidia-smi should not run: %r' % (argv,))
         return state['replay'](argv)
 
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', _exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', _fail_json)
+    patch_exits(monkeypatch)
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda self, name, *a, **k: state['bin'].get(name))
     monkeypatch.setattr(basic.AnsibleModule, 'warn', lambda self, msg: state['warnings'].append(msg))
@@ -73,10 +45,7 @@ def host(monkeypatch):
 
 
 def run_module(args):
-    with patch_module_args(args):
-        with pytest.raises((ExitJson, FailJson)) as info:
-            gpu_info.main()
-    return info.value.args[0]
+    return invoke(gpu_info, args)
 
 
 def test_h200_in_check_mode(host, smi_replay):

@@ -6,28 +6,18 @@ are compiled during the test from tests/fixtures/abi, checked with the real nm a
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import shutil
 import subprocess
 import sys
-from unittest import mock
 
 import pytest
 
 from ansible.module_utils import basic
 
+from module_harness import invoke, patch_exits
 from ansible_collections.inferops.gpu.plugins.modules import ml_env_check
 
-try:
-    from ansible.module_utils.testing import patch_module_args
-except ImportError:  # ansible-core before 2.19
-    @contextlib.contextmanager
-    def patch_module_args(args=None):
-        payload = json.dumps({'ANSIBLE_MODULE_ARGS': args or {}}).encode()
-        with mock.patch.object(basic, '_ANSIBLE_ARGS', payload):
-            yield
 
 SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'abi')
 pytestmark = pytest.mark.skipif(not all(shutil.which(tool) for tool in ('g++', 'nm', 'c++filt')),
@@ -37,34 +27,13 @@ IMPORTS = [{'name': 'torch', 'version': '2.9.1+cu130'}, {'name': 'sgl_kernel', '
 INT_LINE_DEMANGLED = 'c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool)'
 
 
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
-
-
-def _exit_json(self, **kwargs):
-    raise ExitJson(kwargs)
-
-
-def _fail_json(self, msg, **kwargs):
-    kwargs.update(failed=True, msg=msg)
-    raise FailJson(kwargs)
-
-
 @pytest.fixture(autouse=True)
 def module_exits(monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', _exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', _fail_json)
+    patch_exits(monkeypatch)
 
 
 def run_module(args):
-    with patch_module_args(args):
-        with pytest.raises((ExitJson, FailJson)) as info:
-            ml_env_check.main()
-    return info.value.args[0]
+    return invoke(ml_env_check, args)
 
 
 def compile_so(source, dest):
