@@ -62,13 +62,7 @@ options:
     default: []
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - inferops.gpu.attributes.read_only
 author:
   - inferops.gpu maintainers (@inferops)
 """

@@ -41,13 +41,7 @@ options:
     type: path
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - inferops.gpu.attributes.read_only
 requirements:
   - C(nvidia-ml-py) on the target for the NVML backend, or C(nvidia-smi) from the NVIDIA driver.
 notes:

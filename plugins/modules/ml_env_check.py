@@ -148,13 +148,7 @@ options:
     default: false
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - inferops.gpu.attributes.read_only
 requirements:
   - C(nm) and C(c++filt) from binutils on the target for the ABI check.
 notes:

@@ -12,6 +12,7 @@ import yaml
 from ansible.module_utils import basic
 
 from module_harness import invoke, patch_exits
+from ansible_collections.inferops.gpu.plugins.doc_fragments import attributes
 from ansible_collections.inferops.gpu.plugins.module_utils import gpu_facts
 from ansible_collections.inferops.gpu.plugins.modules import gpu_info
 
@@ -201,6 +202,9 @@ def test_documentation_metadata():
     assert doc['module'] == 'gpu_info'
     assert not doc['short_description'].endswith('.')
     assert doc['author'] == ['inferops.gpu maintainers (@inferops)']
-    assert doc['attributes']['check_mode']['support'] == 'full'
+    # Read-only: its attributes (full check mode, no diff) come from the collection's fragment.
+    assert 'inferops.gpu.attributes.read_only' in doc['extends_documentation_fragment']
+    fragment = yaml.safe_load(attributes.ModuleDocFragment.READ_ONLY)
+    assert fragment['attributes']['check_mode']['support'] == 'full'
     yaml.safe_load(gpu_info.EXAMPLES)
     assert os.path.basename(gpu_info.__file__) == 'gpu_info.py'
