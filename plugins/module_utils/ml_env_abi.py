@@ -19,6 +19,9 @@ TORCH_NAMESPACES = ('c10', 'at', 'torch')
 # guard variable, reference temporary, and the this-adjusting thunks.
 _SPECIAL = re.compile(r'^(?:TV|TT|TI|TS|GV|GR|Thn?\d+_|Tvn?\d+_n?\d+_)')
 _SOURCE_NAME = re.compile(r'^(\d+)')
+_IDENTIFIER = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*\Z')
+# Arguments per c++filt call: far below Linux's 128 KiB per-string and 2 MiB total limits.
+_ARGV_BYTES = 64 * 1024
 # nm types of undefined dynamic symbols; w and v are weak: the loader tolerates their absence.
 _UNDEFINED = 'U'
 _WEAK_UNDEFINED = ('w', 'v')
@@ -106,14 +109,51 @@ class SymbolReader:
         return self._cache[path]
 
     def demangle(self, names):
+        """Demangled forms, in order. Names go as arguments, in chunks: feeding a large stdin to a
+        process whose output is read only afterwards deadlocks once both pipes are full."""
         names = list(names)
         if not names or not self.cxxfilt:
             return names
-        rc, out, err = self.run_command([self.cxxfilt], data='\n'.join(names) + '\n', binary_data=True)
-        lines = out.splitlines()
-        if rc != 0 or len(lines) != len(names):
-            raise AbiToolError('`%s` failed (rc=%d): %s' % (self.cxxfilt, rc, err.strip()))
+        lines = []
+        for chunk in _chunks(names, _ARGV_BYTES):
+            rc, out, err = self.run_command([self.cxxfilt, '--'] + chunk)
+            got = out.splitlines()
+            if rc != 0 or len(got) != len(chunk):
+                raise AbiToolError('`%s` failed (rc=%d): %s' % (self.cxxfilt, rc, err.strip()))
+            lines += got
         return lines
+
+
+def _chunks(names, max_bytes):
+    chunk, size = [], 0
+    for name in names:
+        if chunk and size + len(name) + 1 > max_bytes:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(name)
+        size += len(name) + 1
+    if chunk:
+        yield chunk
+
+
+def source_name_key(base):
+    """The mangled spelling (``<length><identifier>``) of the innermost plain identifier of a
+    demangled function base, e.g. ``29c10_cuda_check_implementation``; every overload of that
+    function carries it in its mangled name. None when there is no such identifier."""
+    scope = base.split('operator', 1)[0]
+    plain, depth = [], 0
+    for char in scope:
+        if char == '<':
+            depth += 1
+        elif char == '>':
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            plain.append(char)
+    for part in reversed(''.join(plain).split('::')):
+        name = part.split(' ')[-1].lstrip('~')
+        if _IDENTIFIER.match(name):
+            return '%d%s' % (len(name), name)
+    return None
 
 
 def check_abi(extensions, providers, reader, namespaces=TORCH_NAMESPACES):
@@ -139,13 +179,18 @@ def check_abi(extensions, providers, reader, namespaces=TORCH_NAMESPACES):
                 missing.append({'library': library, 'symbol': symbol})
     if missing:
         demangled = reader.demangle(entry['symbol'] for entry in missing)
-        ours = sorted(name for name in exported if top_namespace(name) in namespaces)
+        bases = [function_base(name) for name in demangled]
+        keys = set(source_name_key(base) for base in bases)
+        # Demangle only the exports that can be an overload of a missing function: torch exports
+        # well over 100k symbols, and the missing ones are few.
+        pool = sorted(name for name in exported
+                      if (None in keys or any(key in name for key in keys)) and top_namespace(name) in namespaces)
         by_base = {}
-        for name in reader.demangle(ours):
+        for name in reader.demangle(pool):
             by_base.setdefault(function_base(name), []).append(name)
-        for entry, name in zip(missing, demangled):
+        for entry, name, base in zip(missing, demangled, bases):
             entry['demangled'] = name
-            entry['candidates'] = sorted(by_base.get(function_base(name), []))
+            entry['candidates'] = sorted(by_base.get(base, []))
     return {'checked': list(extensions), 'providers': list(providers), 'required': required, 'missing': missing}
 
 

@@ -60,6 +60,10 @@ options:
     type: list
     elements: str
     default: []
+  command_timeout:
+    description: Seconds any one command (C(nvcc), C(ptxas), C(ldconfig)) may run before it is killed and the module fails naming it.
+    type: int
+    default: 300
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - inferops.gpu.attributes.read_only
@@ -120,6 +124,8 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
+
 from ansible_collections.inferops.gpu.plugins.module_utils.cuda_toolkit import (
     KERNEL_CU,
     KERNEL_PTX,
@@ -136,6 +142,7 @@ class Verifier:
     def __init__(self, module):
         self.module = module
         self.params = module.params
+        self.run_command = module_runner(module, self.params['command_timeout'])
         self.result = dict(changed=False, version_installed='', nvcc_version='', compile_mode='none',
                            host_compiler='', ldconfig={}, cubins=[])
 
@@ -148,9 +155,11 @@ class Verifier:
 
     def run(self, step, argv, cwd=None):
         try:
-            rc, out, err = self.module.run_command(argv, cwd=cwd)
+            rc, out, err = self.run_command(argv, cwd=cwd)
         except OSError as exc:
             self.fail(step, 'could not run %s: %s' % (argv[0], exc))
+        except CommandTimeout as exc:
+            self.fail(step, str(exc))
         if rc != 0:
             self.fail(step, '`%s` exited with %d' % (' '.join(argv), rc), (out or '') + (err or ''))
         return out + err
@@ -273,6 +282,7 @@ def main():
             compile=dict(type='str', choices=['auto', 'nvcc', 'ptxas', 'none'], default='auto'),
             host_compiler=dict(type='str', default=''),
             ldconfig_libs=dict(type='list', elements='str', default=[]),
+            command_timeout=dict(type='int', default=300),
         ),
         supports_check_mode=True,
     )

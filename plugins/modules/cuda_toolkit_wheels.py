@@ -87,6 +87,12 @@ options:
     description: Seconds pip waits on the network per request.
     type: int
     default: 120
+  command_timeout:
+    description:
+      - Seconds the whole pip run may take (several GB of wheels on a slow link) before it is killed and the
+        module fails naming it. A killed run leaves the installed toolkit as it was.
+    type: int
+    default: 1800
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -167,6 +173,8 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
+
 from ansible_collections.inferops.gpu.plugins.module_utils.cuda_toolkit import (
     apply_links,
     link_changes,
@@ -224,8 +232,12 @@ def install(module, home, site):
     fd, requirements = tempfile.mkstemp(prefix='cuda-toolkit-', suffix='.txt', dir=module.tmpdir)
     with os.fdopen(fd, 'w') as handle:
         handle.write(requirement_lines(params['wheels']))
-    rc, out, err = module.run_command(pip_command(params, staging, requirements),
-                                      environ_update=proxy_environment(params['proxy']))
+    run_command = module_runner(module, params['command_timeout'], environ_update=proxy_environment(params['proxy']))
+    try:
+        rc, out, err = run_command(pip_command(params, staging, requirements))
+    except CommandTimeout as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        module.fail_json(msg='pip could not install the CUDA %s wheels: %s' % (params['version'], exc))
     if rc != 0:
         shutil.rmtree(staging, ignore_errors=True)
         tail = '\n'.join((err or out).strip().splitlines()[-25:])
@@ -255,6 +267,7 @@ def main():
             ca_bundle=dict(type='str', default=''),
             proxy=dict(type='dict', default={}, no_log=True),
             timeout=dict(type='int', default=120),
+            command_timeout=dict(type='int', default=1800),
         ),
         supports_check_mode=True,
     )

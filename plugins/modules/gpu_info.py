@@ -39,6 +39,12 @@ options:
       - Path of the C(nvidia-smi) executable.
       - When not set, C(nvidia-smi) is looked up in E(PATH) and the usual system directories.
     type: path
+  command_timeout:
+    description:
+      - Seconds one C(nvidia-smi) call may run before it is killed and the module fails naming it.
+        C(nvidia-smi) hangs on a GPU that fell off the bus; a hung call is a failure even with O(require=false).
+    type: int
+    default: 30
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - inferops.gpu.attributes.read_only
@@ -257,6 +263,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
 from ansible_collections.inferops.gpu.plugins.module_utils.gpu_facts import BACKENDS, collect_gpu_facts
 
 
@@ -266,12 +273,12 @@ def main():
             require=dict(type='bool', default=False),
             backend=dict(type='str', default='auto', choices=list(BACKENDS)),
             nvidia_smi_path=dict(type='path'),
+            command_timeout=dict(type='int', default=30),
         ),
         supports_check_mode=True,
     )
 
-    def run_command(argv):
-        return module.run_command(argv, environ_update={'LC_ALL': 'C'})
+    run_command = module_runner(module, module.params['command_timeout'], environ_update={'LC_ALL': 'C'})
 
     def find_binary(name):
         # An explicit nvidia_smi_path must not be searched for along PATH.
@@ -279,13 +286,17 @@ def main():
             return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
         return module.get_bin_path(name)
 
-    facts = collect_gpu_facts(
-        run_command,
-        find_binary,
-        backend=module.params['backend'],
-        nvidia_smi_path=module.params['nvidia_smi_path'],
-        warn=module.warn,
-    )
+    try:
+        facts = collect_gpu_facts(
+            run_command,
+            find_binary,
+            backend=module.params['backend'],
+            nvidia_smi_path=module.params['nvidia_smi_path'],
+            warn=module.warn,
+        )
+    except CommandTimeout as exc:
+        module.fail_json(msg='%s; a GPU that fell off the bus makes nvidia-smi hang: look for Xid 79 in the kernel log'
+                         % exc)
     if module.params['require'] and facts['count'] == 0:
         module.fail_json(msg=facts['reason'], **facts)
     module.exit_json(changed=False, **facts)

@@ -146,6 +146,12 @@ options:
     description: Fail the verify stage when torch sees no GPU.
     type: bool
     default: false
+  command_timeout:
+    description:
+      - Seconds any one command (the interpreter, the probe, C(nm), C(c++filt)) may run before it is killed
+        and the module fails naming it. The probe imports the whole stack, which takes a while on a cold disk.
+    type: int
+    default: 600
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - inferops.gpu.attributes.read_only
@@ -280,6 +286,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
 from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_abi import AbiToolError
 from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_stack import RULE_KINDS, evaluate_rules, pin_problems
 from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_verify import PROBE_ENV, VerifyError, verify_venv
@@ -332,26 +339,28 @@ def main():
             abi_provider=dict(type='str', default='torch'),
             extension_globs=dict(type='list', elements='str', default=[]),
             require_gpu=dict(type='bool', default=False),
+            command_timeout=dict(type='int', default=600),
         ),
         supports_check_mode=True,
     )
     module.params['pins'] = dict((str(k), str(v)) for k, v in module.params['pins'].items())
 
-    def run_command(argv, data=None, binary_data=False):
-        return module.run_command(argv, data=data, binary_data=binary_data, environ_update=PROBE_ENV)
+    if module.params['command_timeout'] < 1:
+        module.fail_json(msg='command_timeout must be at least 1 second (got %d)' % module.params['command_timeout'])
+    run_command = module_runner(module, module.params['command_timeout'], environ_update=PROBE_ENV)
 
     python = module.params['python']
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
         message = 'the interpreter %s is not an executable file' % python
         module.fail_json(msg=message, stage=module.params['stage'], problems=[message])
-    if module.params['stage'] == 'precheck':
-        result = precheck(module, run_command)
-    else:
-        try:
+    try:
+        if module.params['stage'] == 'precheck':
+            result = precheck(module, run_command)
+        else:
             details, problems = verify_venv(run_command, module.get_bin_path, module.params)
-        except (VerifyError, AbiToolError) as exc:
-            module.fail_json(msg=str(exc), stage='verify', problems=[str(exc)])
-        result = dict(stage='verify', problems=problems, **details)
+            result = dict(stage='verify', problems=problems, **details)
+    except (VerifyError, AbiToolError, CommandTimeout) as exc:
+        module.fail_json(msg=str(exc), stage=module.params['stage'], problems=[str(exc)])
     if result['problems']:
         module.fail_json(msg='%s failed: %s' % (result['stage'], '; '.join(result['problems'])), **result)
     module.exit_json(changed=False, **result)

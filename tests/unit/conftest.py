@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 
 import pytest
@@ -90,3 +91,21 @@ def fixture_systems():
 @pytest.fixture
 def capture_script_query():
     return capture_query
+
+
+ABI_FIXTURES = os.path.join(REPO_ROOT, 'tests', 'fixtures', 'abi')
+
+
+@pytest.fixture(scope='session')
+def torch_sized_provider(tmp_path_factory):
+    """Path of a shared object exporting as many symbols as libtorch (tests/fixtures/abi/torch_sized.py)."""
+    if not all(shutil.which(tool) for tool in ('gcc', 'nm', 'c++filt')):
+        pytest.skip('needs gcc and binutils')
+    sys.path.insert(0, ABI_FIXTURES)
+    try:
+        import torch_sized
+    finally:
+        sys.path.remove(ABI_FIXTURES)
+    dest = str(tmp_path_factory.mktemp('torch_sized') / 'libc10.so')
+    torch_sized.build(dest)
+    return dest

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -19,6 +20,7 @@ from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_abi import (
     function_base,
     is_elf,
     parse_nm,
+    source_name_key,
     top_namespace,
 )
 
@@ -135,3 +137,54 @@ def test_is_elf(tmp_path):
     assert is_elf(str(tmp_path / 'a.so'))
     assert not is_elf(str(tmp_path / 'b.so'))
     assert not is_elf(str(tmp_path / 'missing.so'))
+
+
+@pytest.mark.parametrize('base, key', [
+    ('c10::cuda::c10_cuda_check_implementation', '29c10_cuda_check_implementation'),
+    ('c10::foo<int (*)(int)>', '3foo'),
+    ('c10::Bar::operator()', '3Bar'),
+    ('c10::Bar<at::Tensor>::~Bar', '3Bar'),
+    ('vtable for c10::Error', '5Error'),
+    ('operator new', None),
+])
+def test_source_name_key(base, key):
+    assert source_name_key(base) == key
+
+
+class RecordingRun:
+    """Runs for real and records what each call was given."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, argv, data=None, binary_data=False):
+        self.calls.append((list(argv), data))
+        return run(argv, data=data)
+
+
+@needs_toolchain
+def test_torch_sized_provider_missing_symbol_is_named_with_its_candidate_in_seconds(built, torch_sized_provider):
+    recorder = RecordingRun()
+    reader = SymbolReader(recorder)
+    assert len(reader.symbols(torch_sized_provider)[0]) > 100000
+    started = time.monotonic()
+    result = check_abi([built['extension_mismatch']], [torch_sized_provider], reader)
+    elapsed = time.monotonic() - started
+    by_name = dict((entry['demangled'], entry) for entry in result['missing'])
+    assert by_name[INT_LINE_DEMANGLED]['candidates'] == [UINT_LINE_DEMANGLED]
+    assert by_name['c10::f(int)']['candidates'] == ['c10::f(unsigned int)']
+    assert elapsed < 10, elapsed
+    demangle_calls = [argv for argv, _ in recorder.calls if argv[0] == 'c++filt']
+    # Nothing goes through stdin, and only the missing names and their namesakes are demangled.
+    assert all(data is None for _, data in recorder.calls)
+    assert sum(len(argv) - 2 for argv in demangle_calls) <= 6
+
+
+@needs_toolchain
+def test_demangle_splits_many_names_into_argument_chunks():
+    recorder = RecordingRun()
+    names = ['_ZN3c104cuda%d%sEi' % (len('fn%06d' % i), 'fn%06d' % i) for i in range(20000)]
+    lines = SymbolReader(recorder).demangle(names)
+    assert lines[0] == 'c10::cuda::fn000000(int)' and lines[-1] == 'c10::cuda::fn019999(int)'
+    assert len(lines) == 20000 and len(recorder.calls) > 1
+    assert max(sum(len(arg) + 1 for arg in argv) for argv, _ in recorder.calls) < 70 * 1024

@@ -51,3 +51,13 @@ def invoke(module, args):
         with pytest.raises((ExitJson, FailJson)) as info:
             module.main()
     return info.value.args[0]
+
+
+TIMEOUT = '/usr/bin/timeout'
+
+
+def unbounded(argv):
+    """The command inside the timeout(1) wrapper every module puts around what it runs."""
+    argv = list(argv)
+    assert argv[0] == TIMEOUT and argv[1].startswith('--kill-after=') and argv[2].endswith('s'), argv
+    return argv[3:]

@@ -12,18 +12,19 @@ import pytest
 
 from ansible.module_utils import basic
 
-from module_harness import invoke, patch_exits
+from module_harness import TIMEOUT, invoke, patch_exits, unbounded
 from ansible_collections.inferops.gpu.plugins.modules import cuda_toolkit_verify, cuda_toolkit_wheels
 
 
 @pytest.fixture
 def target(monkeypatch, tmp_path):
     """run_command answered by state['handler']; every call is recorded."""
-    state = {'calls': [], 'handler': None, 'warnings': [], 'bin': {}}
+    state = {'calls': [], 'handler': None, 'warnings': [], 'bin': {'timeout': TIMEOUT}}
 
     def run_command(self, argv, **kwargs):
-        state['calls'].append((list(argv), kwargs))
-        return state['handler'](list(argv), kwargs)
+        argv = unbounded(argv)
+        state['calls'].append((argv, kwargs))
+        return state['handler'](argv, kwargs)
 
     patch_exits(monkeypatch)
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
@@ -205,7 +206,7 @@ def machine(monkeypatch):
 
 def test_verify_compiles_with_nvcc_and_ptxas(target, tmp_path, machine):
     home, target['handler'] = toolkit(tmp_path)
-    target['bin'] = {'ldconfig': '/sbin/ldconfig', 'g++': '/usr/bin/g++'}
+    target['bin'] = {'timeout': TIMEOUT, 'ldconfig': '/sbin/ldconfig', 'g++': '/usr/bin/g++'}
     result = run(cuda_toolkit_verify, verify_args(home, _ansible_check_mode=True))
     assert 'failed' not in result and result['changed'] is False
     assert (result['version_installed'], result['nvcc_version'], result['compile_mode']) == ('13.0.88', '13.0.88', 'nvcc')
@@ -217,7 +218,7 @@ def test_verify_compiles_with_nvcc_and_ptxas(target, tmp_path, machine):
 
 def test_verify_without_host_compiler_falls_back_to_ptxas(target, tmp_path, machine):
     home, target['handler'] = toolkit(tmp_path)
-    target['bin'] = {'ldconfig': '/sbin/ldconfig'}
+    target['bin'] = {'timeout': TIMEOUT, 'ldconfig': '/sbin/ldconfig'}
     result = run(cuda_toolkit_verify, verify_args(home))
     assert result['compile_mode'] == 'ptxas' and target['warnings']
     result = run(cuda_toolkit_verify, verify_args(home, compile='nvcc'))
@@ -233,7 +234,7 @@ def test_verify_without_host_compiler_falls_back_to_ptxas(target, tmp_path, mach
 ])
 def test_verify_failures_name_the_step_and_show_the_tool(target, tmp_path, machine, kwargs, step, text):
     home, target['handler'] = toolkit(tmp_path, **kwargs)
-    target['bin'] = {'ldconfig': '/sbin/ldconfig', 'g++': '/usr/bin/g++'}
+    target['bin'] = {'timeout': TIMEOUT, 'ldconfig': '/sbin/ldconfig', 'g++': '/usr/bin/g++'}
     result = run(cuda_toolkit_verify, verify_args(home))
     assert result['failed'] and result['step'] == step
     assert text in result['msg'] and ('step "%s"' % step) in result['msg']
@@ -242,7 +243,7 @@ def test_verify_failures_name_the_step_and_show_the_tool(target, tmp_path, machi
 def test_verify_missing_ptxas_and_unregistered_library(target, tmp_path, machine):
     home, handler = toolkit(tmp_path)
     target['handler'] = handler
-    target['bin'] = {'ldconfig': '/sbin/ldconfig'}
+    target['bin'] = {'timeout': TIMEOUT, 'ldconfig': '/sbin/ldconfig'}
     result = run(cuda_toolkit_verify, verify_args(home, ptxas=str(home / 'bin/missing')))
     assert result['failed'] and result['step'] == 'ptxas --version' and 'not an executable' in result['msg']
     target['handler'] = lambda argv, kwargs: (0, '', '') if 'ldconfig' in argv[0] else handler(argv, kwargs)

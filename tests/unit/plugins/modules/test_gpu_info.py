@@ -11,7 +11,7 @@ import yaml
 
 from ansible.module_utils import basic
 
-from module_harness import invoke, patch_exits
+from module_harness import TIMEOUT, invoke, patch_exits, unbounded
 from ansible_collections.inferops.gpu.plugins.doc_fragments import attributes
 from ansible_collections.inferops.gpu.plugins.module_utils import gpu_facts
 from ansible_collections.inferops.gpu.plugins.modules import gpu_info
@@ -29,13 +29,13 @@ def _no_pynvml():
 @pytest.fixture
 def host(monkeypatch):
     """A target without pynvml whose nvidia-smi (if any) replays a fixture."""
-    state = {'replay': None, 'bin': {'nvidia-smi': SMI}, 'run_kwargs': [], 'warnings': []}
+    state = {'replay': None, 'bin': {'nvidia-smi': SMI, 'timeout': TIMEOUT}, 'run_kwargs': [], 'warnings': []}
 
     def run_command(self, argv, **kwargs):
         state['run_kwargs'].append(kwargs)
         if state['replay'] is None:
             raise AssertionError('nvidia-smi should not run: %r' % (argv,))
-        return state['replay'](argv)
+        return state['replay'](unbounded(argv))
 
     patch_exits(monkeypatch)
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
@@ -103,7 +103,7 @@ def test_require_is_satisfied_by_gpus(host, smi_replay):
 
 
 def test_nothing_installed(host):
-    host['bin'] = {}
+    host['bin'] = {'timeout': TIMEOUT}
     result = run_module({})
     assert (result['backend'], result['count']) == ('none', 0)
     assert 'pynvml' in result['reason'] and 'nvidia-smi: not found' in result['reason']
@@ -113,7 +113,7 @@ def test_explicit_nvidia_smi_path(host, smi_replay, tmp_path):
     smi = tmp_path / 'nvidia-smi'
     smi.write_text('#!/bin/sh\n')
     smi.chmod(0o755)
-    host['bin'] = {}
+    host['bin'] = {'timeout': TIMEOUT}
     host['replay'] = smi_replay('h200x2_nvlink', path=str(smi))
     result = run_module({'nvidia_smi_path': str(smi), 'backend': 'nvidia-smi'})
     assert result['count'] == 2

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -98,6 +99,18 @@ def test_abi_mismatch_fails_naming_the_symbol_demangled_and_the_library(venv):
     assert result['torch_cuda'] == '13.0' and result['gpu_count'] == 0
 
 
+def test_abi_mismatch_against_a_torch_sized_provider_fails_in_seconds(venv, torch_sized_provider):
+    """Through the real run_command: feeding every export to one c++filt on stdin deadlocked here."""
+    shutil.copy(torch_sized_provider, os.path.join(venv['site'], 'torch', 'lib', 'libc10.so'))
+    started = time.monotonic()
+    result = run_module({'python': venv['python'], 'pins': PINS, 'imports': IMPORTS, 'command_timeout': 60})
+    assert time.monotonic() - started < 20
+    assert result['failed'] and len(result['problems']) == 2, result['msg']
+    missing = dict((m['demangled'], m) for m in result['abi']['missing'])
+    assert missing[INT_LINE_DEMANGLED]['candidates'] == [
+        'c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, unsigned int, bool)']
+
+
 def test_matching_abi_passes_and_reads_the_extension(venv):
     compile_so('extension_match.cpp', os.path.join(venv['site'], 'sgl_kernel', 'common_ops.abi3.so'))
     result = run_module({'python': venv['python'], 'pins': PINS, 'imports': IMPORTS, 'cuda_version': '13.0'})
@@ -157,7 +170,8 @@ def test_a_missing_interpreter_is_named(tmp_path):
 
 
 def test_missing_binutils_is_a_clear_error(venv, monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda self, name, *a, **k: None)
+    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path',
+                        lambda self, name, *a, **k: shutil.which(name) if name == 'timeout' else None)
     result = run_module({'python': venv['python'], 'pins': PINS})
     assert result['failed'] and 'install binutils' in result['msg']
 

@@ -1,0 +1,85 @@
+# -*- coding: utf-8 -*-
+# Copyright: inferops.gpu contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every bool variable of every role is read through `| bool`.
+
+`-e var=false` hands a role the string "false": Jinja calls it true, and ansible-core 2.19+
+refuses it in a conditional. A role's argument spec checks the value but does not convert it.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+ROLES = sorted(os.path.basename(os.path.dirname(os.path.dirname(p)))
+               for p in glob.glob(os.path.join(ROOT, 'roles', '*', 'meta', 'argument_specs.yml')))
+READ_FROM = ('tasks', 'handlers', 'templates', 'vars')
+
+
+def bool_options(role):
+    with open(os.path.join(ROOT, 'roles', role, 'meta', 'argument_specs.yml')) as handle:
+        specs = yaml.safe_load(handle)['argument_specs']
+    return sorted(set(name for entry in specs.values() for name, spec in entry.get('options', {}).items()
+                      if spec.get('type') == 'bool'))
+
+
+CONDITIONALS = ('when', 'that', 'changed_when', 'failed_when', 'until')
+JINJA = re.compile(r'{{(.*?)}}|{%(.*?)%}', re.S)
+LITERAL = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def expressions(node, key=None):
+    """Every Jinja expression in a loaded YAML document: conditionals whole, other strings' {{ }}."""
+    if isinstance(node, dict):
+        for child_key, child in node.items():
+            for found in expressions(child, child_key):
+                yield found
+    elif isinstance(node, list):
+        for child in node:
+            for found in expressions(child, key):
+                yield found
+    elif isinstance(node, str):
+        if key in CONDITIONALS:
+            yield node
+        for match in JINJA.finditer(node):
+            yield match.group(1) or match.group(2)
+    elif isinstance(node, bool) and key in CONDITIONALS:
+        return
+
+
+def role_expressions(role):
+    for folder in READ_FROM:
+        for path in sorted(glob.glob(os.path.join(ROOT, 'roles', role, folder, '**', '*'), recursive=True)):
+            if not os.path.isfile(path):
+                continue
+            with open(path) as handle:
+                text = handle.read()
+            if path.endswith(('.yml', '.yaml')):
+                found = list(expressions(yaml.safe_load(text)))
+            else:
+                found = [m.group(1) or m.group(2) for m in JINJA.finditer(text)]
+            for expression in found:
+                yield os.path.relpath(path, ROOT), expression
+
+
+def unconverted_uses(role, name):
+    """`file: expression` of every use of `name` not followed by `| bool` (string literals aside)."""
+    use = re.compile(r'(?<![\w.])%s\b(?!\s*\|\s*bool\b)' % re.escape(name))
+    return ['%s: %s' % (path, ' '.join(expression.split())) for path, expression in role_expressions(role)
+            if use.search(LITERAL.sub("''", expression))]
+
+
+def test_roles_are_found():
+    assert {'cuda_toolkit', 'ml_env', 'runtime_env'} <= set(ROLES)
+
+
+@pytest.mark.parametrize('role', ROLES)
+def test_every_bool_variable_is_read_through_the_bool_filter(role):
+    problems = [use for name in bool_options(role) for use in unconverted_uses(role, name)]
+    assert not problems, 'read these through | bool:\n' + '\n'.join(problems)
