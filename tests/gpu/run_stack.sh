@@ -40,5 +40,5 @@ echo "triton rc=$?"; cat /tmp/ptxas-calls.log >>"$out/triton.log" 2>/dev/null; t
 
 bash bench/nccl_profiles.sh "$out" none pcie_blackwell nvlink
 
-# The device tool brings back at most 8 files: keep the summaries, pack the logs.
+# At most 8 result files come back from the GPU host: keep the summaries, pack the logs.
 (cd "$out" && tar czf logs.tgz ./*.log && rm -f ./*.log)
