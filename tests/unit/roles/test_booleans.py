@@ -38,19 +38,15 @@ def expressions(node, key=None):
     """Every Jinja expression in a loaded YAML document: conditionals whole, other strings' {{ }}."""
     if isinstance(node, dict):
         for child_key, child in node.items():
-            for found in expressions(child, child_key):
-                yield found
+            yield from expressions(child, child_key)
     elif isinstance(node, list):
         for child in node:
-            for found in expressions(child, key):
-                yield found
+            yield from expressions(child, key)
     elif isinstance(node, str):
         if key in CONDITIONALS:
             yield node
         for match in JINJA.finditer(node):
             yield match.group(1) or match.group(2)
-    elif isinstance(node, bool) and key in CONDITIONALS:
-        return
 
 
 def role_expressions(role):

@@ -174,9 +174,9 @@ def test_torch_sized_provider_missing_symbol_is_named_with_its_candidate_in_seco
     assert by_name[INT_LINE_DEMANGLED]['candidates'] == [UINT_LINE_DEMANGLED]
     assert by_name['c10::f(int)']['candidates'] == ['c10::f(unsigned int)']
     assert elapsed < 10, elapsed
-    demangle_calls = [argv for argv, _ in recorder.calls if argv[0] == 'c++filt']
+    demangle_calls = [argv for argv, data in recorder.calls if argv[0] == 'c++filt']
     # Nothing goes through stdin, and only the missing names and their namesakes are demangled.
-    assert all(data is None for _, data in recorder.calls)
+    assert all(data is None for argv, data in recorder.calls)
     assert sum(len(argv) - 2 for argv in demangle_calls) <= 6
 
 
@@ -187,4 +187,4 @@ def test_demangle_splits_many_names_into_argument_chunks():
     lines = SymbolReader(recorder).demangle(names)
     assert lines[0] == 'c10::cuda::fn000000(int)' and lines[-1] == 'c10::cuda::fn019999(int)'
     assert len(lines) == 20000 and len(recorder.calls) > 1
-    assert max(sum(len(arg) + 1 for arg in argv) for argv, _ in recorder.calls) < 70 * 1024
+    assert max(sum(len(arg) + 1 for arg in argv) for argv, data in recorder.calls) < 70 * 1024

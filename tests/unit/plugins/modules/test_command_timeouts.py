@@ -124,5 +124,3 @@ def test_exit_124_before_the_limit_is_not_a_timeout(tmp_path):
     os.chmod(python, 0o755)
     result = invoke(ml_env_check, {'python': python, 'stage': 'precheck', 'command_timeout': 30})
     assert result['failed'] and 'does not run (rc=124)' in result['msg']
-
-
