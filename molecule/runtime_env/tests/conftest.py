@@ -30,5 +30,14 @@ def env0(host, command):
     return dict(line.split("=", 1) for line in out.stdout.split("\0") if "=" in line)
 
 
+def renderings_env(host, python):
+    """What each rendering gives: the Python hook (fresh interpreter), a login shell, a systemd unit."""
+    return {
+        "hook": python_env(host, python),
+        "profile.d": env0(host, "bash -lc 'env -0'"),
+        "EnvironmentFile": env0(host, "systemd-run --quiet --wait --pipe -p EnvironmentFile=%s /usr/bin/env -0" % ENV_FILE),
+    }
+
+
 def site_dir(host, python, expr):
     return host.check_output("%s -c \"import site, sysconfig; print(%s)\"" % (python, expr))

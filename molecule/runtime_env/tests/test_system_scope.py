@@ -1,7 +1,7 @@
 """Scope system (inferops-rtenv-2, NCCL profile auto through gpu_info: no GPU, profile none):
 /usr/bin/python3 gets the spec too, and the distro's own sitecustomize (apport) is untouched."""
 
-from conftest import CUDA_BIN, SYS_PY, VENV_PY, python_env, site_dir
+from conftest import CUDA_BIN, ENV_FILE, PROFILE, SYS_PY, VENV_PY, python_env, renderings_env, site_dir
 
 testinfra_hosts = ["ansible://inferops-rtenv-2"]
 
@@ -9,6 +9,17 @@ testinfra_hosts = ["ansible://inferops-rtenv-2"]
 def test_no_gpu_means_no_nccl_overrides(spec):
     assert not [k for k in spec["vars"] if k.startswith("NCCL_")]
     assert spec["vars"]["CUDA_HOME"] == "/usr/local/cuda-13.0"
+
+
+def test_sglang_switch_given_as_the_string_false_is_in_no_rendering(host, spec):
+    # "false" from -e or an inventory is a string; off means the variable is left out everywhere.
+    assert host.ansible.get_variables()["runtime_env_sglang_disable_cudnn_check"] == "false"
+    assert "SGLANG_DISABLE_CUDNN_CHECK" not in spec["vars"]
+    for path in (PROFILE, ENV_FILE):
+        assert "SGLANG_DISABLE_CUDNN_CHECK" not in host.file(path).content_string, path
+    for rendering, env in renderings_env(host, SYS_PY).items():
+        assert "SGLANG_DISABLE_CUDNN_CHECK" not in env, rendering
+        assert env["CUDA_HOME"] == "/usr/local/cuda-13.0", rendering
 
 
 def test_system_and_venv_python_see_the_spec(host, spec):

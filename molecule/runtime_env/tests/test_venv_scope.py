@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import CUDA_BIN, ENV_FILE, PROFILE, SPEC, SYS_PY, VENV_PY, env0, python_env, site_dir
+from conftest import CUDA_BIN, ENV_FILE, PROFILE, SPEC, SYS_PY, VENV_PY, env0, python_env, renderings_env, site_dir
 
 testinfra_hosts = ["ansible://inferops-rtenv-1"]
 
@@ -22,6 +22,18 @@ def test_spec_holds_toolkit_profile_and_sglang_values(spec):
     assert {k: spec["vars"][k] for k in PCIE_BLACKWELL} == PCIE_BLACKWELL
     assert "NCCL_NVLS_ENABLE" not in spec["vars"] and "TORCH_SYMM_MEM_DISABLE_MULTICAST" not in spec["vars"]
     assert spec["path_prepend"] == [CUDA_BIN]
+
+
+def test_topology_in_another_case_selects_the_pcie_profile(host, spec):
+    # The inventory says PCIe, gpu_info says pcie: the same topology.
+    assert host.ansible.get_variables()["runtime_env_topology"] == "PCIe"
+    assert {k: spec["vars"].get(k) for k in PCIE_BLACKWELL} == PCIE_BLACKWELL
+
+
+def test_sglang_switch_given_as_the_string_true_is_in_all_three_renderings(host):
+    assert host.ansible.get_variables()["runtime_env_sglang_disable_cudnn_check"] == "true"
+    for rendering, env in renderings_env(host, VENV_PY).items():
+        assert env.get("SGLANG_DISABLE_CUDNN_CHECK") == "1", rendering
 
 
 def test_venv_python_sees_the_spec(host, spec):
