@@ -54,8 +54,9 @@ def failure_messages(report):
                 if not result.get("failed"):
                     continue
                 messages.append(str(result.get("msg", "")))
+                # A looped assert marks its failed items with evaluated_to, not always failed.
                 for item in result.get("results", []):
-                    if item.get("failed"):
+                    if item.get("failed") or item.get("evaluated_to") is False:
                         messages.append(str(item.get("msg", "")))
     return "\n".join(messages)
 
