@@ -13,21 +13,35 @@ A rule is data (the ml_env role keeps them in its profiles):
 - ``cuda_major``: the profile's target CUDA ``major`` is the toolkit's major.
 - ``python_version``: the interpreter's ``major.minor`` is one of ``versions``.
 
+Each kind has fields of its own (``RULE_FIELDS``); a rule without them fails by name, kind and
+the missing field instead of passing or failing with an empty sentence.
+
 Version patterns: ``2.9.*`` matches a release prefix; ``0.3.21`` matches that public version
 with any local label; ``0.3.21+cu130`` matches exactly.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 RULE_KINDS = ('same_version', 'requires', 'cuda_local_tag', 'cuda_major', 'python_version')
-NAME_RE = re.compile(r'^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$')
+# The fields each kind cannot do without; needs is {package, version}.
+RULE_FIELDS = {
+    'same_version': ('packages',),
+    'requires': ('package', 'needs'),
+    'cuda_local_tag': (),
+    'cuda_major': ('major',),
+    'python_version': ('versions',),
+}
+# \Z, not $: $ also matches before a final newline, and "six\n" must not pass as a name.
+NAME_RE = re.compile(r'^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z')
 # An exact PEP 440 version (no ranges, no wildcards), with an optional local label.
 VERSION_RE = re.compile(
-    r'^([0-9]+!)?[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?(\+[a-z0-9]+(\.[a-z0-9]+)*)?$',
+    r'^([0-9]+!)?[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?(\+[a-z0-9]+(\.[a-z0-9]+)*)?\Z',
     re.IGNORECASE)
-_CUDA_TAG_RE = re.compile(r'^cu([0-9]+)([0-9])$')
+CUDA_VERSION_RE = re.compile(r'^[0-9]+(\.[0-9]+)*\Z')
+_CUDA_TAG_RE = re.compile(r'^cu([0-9]+)([0-9])\Z')
 
 
 def normalize_name(name):
@@ -85,8 +99,34 @@ def pin_problems(pins, label='pins'):
     return problems
 
 
+def rule_problem(rule):
+    """Why ``rule`` cannot be evaluated (unknown kind, a field of its kind missing), else None."""
+    kind = rule.get('kind')
+    if kind not in RULE_FIELDS:
+        return 'unknown rule kind %r (allowed: %s)' % (kind, ', '.join(RULE_KINDS))
+    missing = [field for field in RULE_FIELDS[kind] if not rule.get(field)]
+    needs = rule.get('needs')
+    if kind == 'requires' and needs and not (isinstance(needs, dict) and needs.get('package') and needs.get('version')):
+        missing.append('needs.package and needs.version')
+    if missing:
+        return 'a %s rule needs %s; this one is missing %s' % (
+            kind, ', '.join(RULE_FIELDS[kind]), ', '.join(missing))
+    if kind == 'same_version' and len(rule['packages']) < 2:
+        return 'a same_version rule needs at least two packages; this one has %s' % ', '.join(rule['packages'])
+    if kind == 'cuda_major' and cuda_major(rule['major']) is None:
+        return 'the major of a cuda_major rule is a number like 13; this one has %r' % (rule['major'],)
+    return None
+
+
+def cuda_version_problem(cuda_version):
+    """Why ``cuda_version`` is not a CUDA version like 13.0, else None."""
+    if CUDA_VERSION_RE.match(str(cuda_version)):
+        return None
+    return '%s is not a CUDA version (allowed: numbers separated by dots, like 13.0 or 12.8.1)' % json.dumps(cuda_version)
+
+
 def _rule_result(rule, message):
-    return {'name': rule['name'], 'kind': rule['kind'], 'ok': message is None, 'message': message or ''}
+    return {'name': rule.get('name'), 'kind': rule.get('kind'), 'ok': message is None, 'message': message or ''}
 
 
 def _same_version(rule, pins):
@@ -141,23 +181,26 @@ def _python_version(rule, python_version):
     return None
 
 
+def _evaluate(rule, pins, cuda_version, python_version):
+    kind = rule['kind']
+    if kind == 'same_version':
+        return _same_version(rule, pins)
+    if kind == 'requires':
+        return _requires(rule, pins)
+    if kind == 'cuda_local_tag':
+        return _cuda_local_tag(rule, pins, cuda_version) if cuda_version else None
+    if kind == 'cuda_major':
+        return _cuda_major(rule, cuda_version) if cuda_version else None
+    return _python_version(rule, python_version)
+
+
 def evaluate_rules(rules, pins, cuda_version=None, python_version=None):
     """One result per rule: name, kind, ok and the message of a failed rule."""
     pins = dict((normalize_name(name), str(version)) for name, version in pins.items())
     results = []
     for rule in rules:
-        kind = rule.get('kind')
-        if kind == 'same_version':
-            message = _same_version(rule, pins)
-        elif kind == 'requires':
-            message = _requires(rule, pins)
-        elif kind == 'cuda_local_tag':
-            message = _cuda_local_tag(rule, pins, cuda_version) if cuda_version else None
-        elif kind == 'cuda_major':
-            message = _cuda_major(rule, cuda_version) if cuda_version else None
-        elif kind == 'python_version':
-            message = _python_version(rule, python_version)
-        else:
-            message = 'unknown rule kind %r (allowed: %s)' % (kind, ', '.join(RULE_KINDS))
+        message = rule_problem(rule)
+        if message is None:
+            message = _evaluate(rule, pins, cuda_version, python_version)
         results.append(_rule_result(rule, message))
     return results

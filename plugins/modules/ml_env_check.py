@@ -63,6 +63,7 @@ options:
   rules:
     description:
       - Compatibility rules for O(stage=precheck). Each names itself in a failure.
+      - A rule without the fields of its kind fails, naming the rule, its kind and the missing field.
     type: list
     elements: dict
     default: []
@@ -121,6 +122,7 @@ options:
     description:
       - The CUDA toolkit version, for example V(13.0). Used by the CUDA rules, and by O(stage=verify) to
         require that torch's CUDA build has the same major. Not set skips those checks.
+      - Numbers separated by dots; anything else fails before the target is examined.
     type: str
   abi_check:
     description: Run the ELF ABI check in the verify stage. Needs C(nm) and C(c++filt) (binutils) on the target.
@@ -288,7 +290,12 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
 from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_abi import AbiToolError
-from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_stack import RULE_KINDS, evaluate_rules, pin_problems
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_stack import (
+    RULE_KINDS,
+    cuda_version_problem,
+    evaluate_rules,
+    pin_problems,
+)
 from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_verify import PROBE_ENV, VerifyError, verify_venv
 
 PYTHON_VERSION = 'import sys; print("%d.%d.%d" % sys.version_info[:3])'
@@ -344,6 +351,9 @@ def main():
         supports_check_mode=True,
     )
     module.params['pins'] = dict((str(k), str(v)) for k, v in module.params['pins'].items())
+    if module.params['cuda_version'] is not None and cuda_version_problem(module.params['cuda_version']):
+        message = 'cuda_version %s' % cuda_version_problem(module.params['cuda_version'])
+        module.fail_json(msg=message, stage=module.params['stage'], problems=[message])
 
     if module.params['command_timeout'] < 1:
         module.fail_json(msg='command_timeout must be at least 1 second (got %d)' % module.params['command_timeout'])

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -11,6 +12,7 @@ import yaml
 
 from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_stack import (
     cuda_major_of_tag,
+    cuda_version_problem,
     evaluate_rules,
     normalize_name,
     pin_problems,
@@ -112,3 +114,52 @@ def test_rules_that_do_not_apply_pass():
 
 def test_unknown_rule_kind_fails_by_name():
     assert 'unknown rule kind' in failed(evaluate_rules([{'name': 'x', 'kind': 'nope'}], {}, None, '3.11'))['x']
+
+
+@pytest.mark.parametrize('pins, words', [
+    ({'six\n': '1.17.0'}, "'six\\n' is not a distribution name"),
+    ({'six': '1.17.0\n'}, "six '1.17.0\\n' is not an exact version"),
+])
+def test_a_trailing_newline_is_not_a_pin(pins, words):
+    assert any(words in problem for problem in pin_problems(pins))
+
+
+@pytest.mark.parametrize('rule, words', [
+    ({'name': 'r', 'kind': 'requires', 'package': 'sgl-kernel', 'version': '0.3.21'},
+     'a requires rule needs package, needs; this one is missing needs'),
+    ({'name': 'r', 'kind': 'requires', 'needs': {'package': 'torch', 'version': '2.9.*'}},
+     'a requires rule needs package, needs; this one is missing package'),
+    ({'name': 'r', 'kind': 'requires', 'package': 'sgl-kernel', 'needs': {'package': 'torch'}},
+     'this one is missing needs.package and needs.version'),
+    ({'name': 'r', 'kind': 'same_version'}, 'a same_version rule needs packages; this one is missing packages'),
+    ({'name': 'r', 'kind': 'same_version', 'packages': ['a']}, 'needs at least two packages; this one has a'),
+    ({'name': 'r', 'kind': 'python_version'}, 'a python_version rule needs versions; this one is missing versions'),
+    ({'name': 'r', 'kind': 'python_version', 'versions': []}, 'this one is missing versions'),
+    ({'name': 'r', 'kind': 'cuda_major'}, 'a cuda_major rule needs major; this one is missing major'),
+    ({'name': 'r', 'kind': 'cuda_major', 'major': 'thirteen'}, "this one has 'thirteen'"),
+])
+def test_a_rule_without_the_fields_of_its_kind_fails_by_name(rule, words):
+    # Before: requires without needs said "needs  *; the pin set has no ", same_version without
+    # packages passed, python_version without versions said "(allowed: )".
+    pins = {'sgl-kernel': '0.3.21', 'torch': '2.9.1', 'a': '1'}
+    problems = failed(evaluate_rules([rule], pins, '13.0', '3.12.3'))
+    assert list(problems) == ['r']
+    assert words in problems['r']
+
+
+def test_complete_rules_of_every_kind_pass():
+    rules = [{'name': 'a', 'kind': 'same_version', 'packages': ['a', 'b']},
+             {'name': 'b', 'kind': 'requires', 'package': 'a', 'needs': {'package': 'b', 'version': '1'}},
+             {'name': 'c', 'kind': 'cuda_local_tag'},
+             {'name': 'd', 'kind': 'cuda_major', 'major': '13'},
+             {'name': 'e', 'kind': 'python_version', 'versions': ['3.12']}]
+    assert failed(evaluate_rules(rules, {'a': '1', 'b': '1'}, '13.0', '3.12.3')) == {}
+
+
+@pytest.mark.parametrize('value, ok', [('13.0', True), ('12.8.1', True), ('13', True), ('abc', False),
+                                       ('13.0\n', False), ('', False), ('13.x', False)])
+def test_cuda_version_problem(value, ok):
+    problem = cuda_version_problem(value)
+    assert (problem is None) is ok
+    if not ok:
+        assert problem.startswith('%s is not a CUDA version (allowed:' % json.dumps(value))

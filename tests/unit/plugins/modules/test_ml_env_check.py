@@ -200,3 +200,27 @@ def test_precheck_passes_and_reports_the_interpreter():
     assert not result.get('failed')
     assert result['python_version'] == '%d.%d.%d' % sys.version_info[:3]
     assert result['rules'] == [{'name': 'tags', 'kind': 'cuda_local_tag', 'ok': True, 'message': ''}]
+
+
+@pytest.mark.parametrize('stage', ['precheck', 'verify'])
+def test_a_cuda_version_that_is_not_one_is_named(stage):
+    result = run_module({'stage': stage, 'python': sys.executable, 'cuda_version': 'abc'})
+    assert result['failed']
+    assert result['msg'].startswith('cuda_version "abc" is not a CUDA version (allowed:')
+
+
+def test_precheck_rejects_a_pin_name_with_a_trailing_newline():
+    result = run_module({'stage': 'precheck', 'python': sys.executable, 'pins': {'six\n': '1.17.0'}})
+    assert result['failed'] and "'six\\n' is not a distribution name" in result['msg']
+
+
+@pytest.mark.parametrize('rule, missing', [
+    ({'name': 'r1', 'kind': 'requires', 'package': 'six'}, 'a requires rule needs package, needs; this one is missing needs'),
+    ({'name': 'r1', 'kind': 'same_version'}, 'a same_version rule needs packages; this one is missing packages'),
+    ({'name': 'r1', 'kind': 'python_version'}, 'a python_version rule needs versions; this one is missing versions'),
+])
+def test_precheck_names_a_rule_without_its_fields(rule, missing):
+    result = run_module({'stage': 'precheck', 'python': sys.executable, 'pins': {'six': '1.17.0'}, 'rules': [rule]})
+    assert result['failed']
+    assert 'rule r1 failed: %s' % missing in result['msg']
+    assert result['rules'] == [{'name': 'r1', 'kind': rule['kind'], 'ok': False, 'message': missing}]
