@@ -78,3 +78,17 @@ def test_the_pinned_uv_built_the_releases(host):
 
 def test_binutils_is_there_for_the_abi_check(host):
     assert host.exists("nm") and host.exists("c++filt")
+
+
+@pytest.mark.parametrize("which", ["a", "b"])
+def test_system_site_packages_false_as_a_string_stays_false(host, which, request):
+    # Release A was built with ml_env_system_site_packages: "false" (a string).
+    assert "include-system-site-packages = false" in host.file(request.getfixturevalue(which) + "/pyvenv.cfg").content_string
+
+
+@pytest.mark.parametrize("which", ["a", "b"])
+def test_the_release_name_covers_what_verification_checked(host, which, request):
+    pins = json.loads(host.file(request.getfixturevalue(which) + "/.ml_env/pins.json").content_string)
+    checked = pins["verification"]
+    assert {"name": "idna", "version": "3.10"} in checked["imports"]
+    assert checked["cuda_major"] == "13" and checked["abi_check"] is True and checked["require_gpu"] is False
