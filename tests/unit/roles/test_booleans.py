@@ -35,7 +35,9 @@ LITERAL = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 
 def expressions(node, key=None):
-    """Every Jinja expression in a loaded YAML document: conditionals whole, other strings' {{ }}."""
+    """Every Jinja expression in a loaded YAML document: conditionals whole, other strings' {{ }}.
+
+    Yields (expression, is_conditional)."""
     if isinstance(node, dict):
         for child_key, child in node.items():
             yield from expressions(child, child_key)
@@ -44,9 +46,9 @@ def expressions(node, key=None):
             yield from expressions(child, key)
     elif isinstance(node, str):
         if key in CONDITIONALS:
-            yield node
+            yield node, True
         for match in JINJA.finditer(node):
-            yield match.group(1) or match.group(2)
+            yield match.group(1) or match.group(2), False
 
 
 def role_expressions(role):
@@ -59,16 +61,26 @@ def role_expressions(role):
             if path.endswith(('.yml', '.yaml')):
                 found = list(expressions(yaml.safe_load(text)))
             else:
-                found = [m.group(1) or m.group(2) for m in JINJA.finditer(text)]
-            for expression in found:
-                yield os.path.relpath(path, ROOT), expression
+                found = [(m.group(1) or m.group(2), False) for m in JINJA.finditer(text)]
+            for expression, conditional in found:
+                yield os.path.relpath(path, ROOT), expression, conditional
 
 
 def unconverted_uses(role, name):
-    """`file: expression` of every use of `name` not followed by `| bool` (string literals aside)."""
-    use = re.compile(r'(?<![\w.])%s\b(?!\s*\|\s*bool\b)' % re.escape(name))
-    return ['%s: %s' % (path, ' '.join(expression.split())) for path, expression in role_expressions(role)
-            if use.search(LITERAL.sub("''", expression))]
+    """`file: expression` of every use of `name` as a truth value without `| bool`.
+
+    A truth value: in a conditional, or in an expression that tests (if, and, or, not). Passing
+    the value on (a module's bool option converts "false" itself), printing it or checking its
+    type is not one."""
+    use = re.compile(r'(?<![\w.])%s\b(?!\s*(\|\s*(bool|string|to_json)\b|is\s+(not\s+)?(boolean|defined)\b))'
+                     % re.escape(name))
+    tests = re.compile(r'\b(if|and|or|not)\b')
+    found = []
+    for path, expression, conditional in role_expressions(role):
+        code = LITERAL.sub("''", expression)
+        if (conditional or tests.search(code)) and use.search(code):
+            found.append('%s: %s' % (path, ' '.join(expression.split())))
+    return found
 
 
 def test_roles_are_found():
