@@ -58,7 +58,7 @@ options:
       - C(merge) lists C({dest, from, match}) entries, C(links) maps extra links to literal targets,
         C(required) lists paths that must exist afterwards.
       - Every path (C(merge) C(dest) and C(from), C(links) keys and targets, C(required)) is relative, made of
-        segments of C(A-Z a-z 0-9 _ . + -), none of them C(.) or C(..): nothing is ever linked outside O(home).
+        segments of C(A-Z a-z 0-9 _ . + -), none of them C(.) or C(..), so nothing is ever linked outside O(home).
         C(match) is a file name pattern without C(/). Anything else fails before anything is read or changed.
     type: dict
     required: true
