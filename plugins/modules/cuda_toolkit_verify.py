@@ -19,7 +19,7 @@ description:
     PTX version of the same kernel.
   - On failure the message names the step and carries the tool's own output.
   - Changes nothing on the target (the cubins are written to a temporary directory); C(changed) is always V(false).
-  - Relative paths are refused before anything runs: they would depend on the working directory of the connection.
+  - Relative paths are refused before anything runs, since they would depend on the working directory of the connection.
 options:
   home:
     description: Toolkit directory, an absolute path, for example C(/usr/local/cuda-13.0).
