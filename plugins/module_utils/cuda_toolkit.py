@@ -4,9 +4,10 @@
 """Pure helpers of the cuda_toolkit role's modules.
 
 Parsing of tool output (nvcc/ptxas versions, ldconfig -p), reading the target
-architecture of a cubin from its ELF header, and planning the symlink tree that
-turns NVIDIA's PyPI wheels into a normal toolkit layout. Nothing here runs a
-command; the file system is only read (planning) or changed through apply_links.
+architecture of a cubin from its ELF header, checking the modules' arguments, and
+planning the symlink tree that turns NVIDIA's PyPI wheels into a normal toolkit
+layout. Nothing here runs a command; the file system is only read (planning) or
+changed through apply_links.
 """
 
 from __future__ import annotations
@@ -21,6 +22,23 @@ RELEASE_RE = re.compile(r'release (\d+)\.(\d+), V(\d+(?:\.\d+)+)')
 LDCONFIG_RE = re.compile(r'^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$')
 EM_CUDA = 190
 SKIP_ENTRIES = ('__init__.py', '__pycache__')
+
+# Every pattern ends at \Z: `$` also matches before a trailing newline.
+ARCH_RE = re.compile(r'sm_(\d+)[af]?\Z')
+VERSION_RE = re.compile(r'[0-9]+\.[0-9]+\Z')
+# A relative path inside its base: plain segments, none of them "." or "..".
+SEGMENT = r'[A-Za-z0-9_.+-]+'
+RELATIVE_RE = re.compile(r'%s(?:/%s)*\Z' % (SEGMENT, SEGMENT))
+DOT_SEGMENT_RE = re.compile(r'(?:^|/)\.\.?(?:/|\Z)')
+GLOB_RE = re.compile(r'[A-Za-z0-9_.+*?\[\]-]+\Z')
+COMMAND_NAME_RE = re.compile(r'[A-Za-z0-9_.+-]+\Z')
+CONTROL_RE = re.compile(r'[\x00-\x1f\x7f]')
+URL_RE = re.compile(r'(?:https?|file)://\S+\Z')
+WHEEL_NAME_RE = re.compile(r'[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\Z')
+WHEEL_VERSION_RE = re.compile(r'[A-Za-z0-9.+!_-]+\Z')
+SHA256_RE = re.compile(r'[0-9a-fA-F]{64}\Z')
+LAYOUT_KINDS = ('cu12', 'cu13')
+RELATIVE_ALLOWED = 'a relative path (segments of A-Z a-z 0-9 _ . + -, none of them "." or "..", no leading "/")'
 
 # A tiny kernel, device code only. KERNEL_PTX is what nvcc 13.0 makes of KERNEL_CU with
 # -arch=compute_75, lowered to PTX ISA 8.0 (CUDA 12.0) so that every ptxas since 12.0
@@ -137,10 +155,135 @@ def cubin_arch(data):
 
 def arch_number(arch):
     """sm_120 -> 120, sm_90a -> 90."""
-    match = re.match(r'^sm_(\d+)[af]?$', arch)
+    match = ARCH_RE.match(arch) if isinstance(arch, str) else None
     if not match:
         raise ValueError('not an sm_XX architecture: %s' % arch)
     return int(match.group(1))
+
+
+def show(value):
+    """A value as it appears in messages: JSON, so that a trailing newline or a type is visible."""
+    return json.dumps(value, sort_keys=True)
+
+
+def is_relative(path):
+    """True for a plain relative path that stays inside its base directory."""
+    return isinstance(path, str) and bool(RELATIVE_RE.match(path)) and not DOT_SEGMENT_RE.search(path)
+
+
+def is_absolute(path):
+    """True for an absolute path without "." or ".." segments and without control characters."""
+    return (isinstance(path, str) and path.startswith('/') and not CONTROL_RE.search(path)
+            and not DOT_SEGMENT_RE.search(path))
+
+
+def absolute_error(option, value, empty_ok=False):
+    """Message when value is not an absolute path (or "" where allowed), else None."""
+    if (empty_ok and value == '') or is_absolute(value):
+        return None
+    return '%s must be an absolute path%s (got %s)' % (option, ' or ""' if empty_ok else '', show(value))
+
+
+def command_error(option, value):
+    """Message when value is neither "", a command name looked up in PATH nor an absolute path."""
+    if value == '' or (isinstance(value, str) and COMMAND_NAME_RE.match(value)) or is_absolute(value):
+        return None
+    return '%s must be a command name (looked up in PATH) or an absolute path (got %s)' % (option, show(value))
+
+
+def version_error(option, value):
+    if isinstance(value, str) and VERSION_RE.match(value):
+        return None
+    return '%s must be a CUDA version "major.minor" such as "13.0" (got %s)' % (option, show(value))
+
+
+def archs_errors(option, archs):
+    return ['%s: %s is not an architecture sm_XX (digits, optionally followed by a or f)' % (option, show(arch))
+            for arch in archs if not (isinstance(arch, str) and ARCH_RE.match(arch))]
+
+
+def find_links_errors(option, links):
+    return ['%s: %s must be an absolute directory or a URL (http, https, file)' % (option, show(link))
+            for link in links if not (is_absolute(link) or (isinstance(link, str) and URL_RE.match(link)))]
+
+
+def layout_errors(layout, option='layout'):
+    """Why a wheels layout is unsafe or malformed (an empty list when it is fine).
+
+    Every path is relative to its base (the toolkit home, or the wheels directory for
+    merge.from) and never leaves it: a link key "/etc/x" or "../x" would put a symlink
+    outside the toolkit. Link targets stay inside the link's own directory tree.
+    """
+    if not isinstance(layout, dict):
+        return ['%s must be a mapping (got %s)' % (option, show(layout))]
+    errors = []
+    unknown = sorted(set(layout) - set(('kind', 'merge', 'links', 'required')))
+    if unknown:
+        errors.append('%s has unknown keys %s (allowed: kind, merge, links, required)' % (option, show(unknown)))
+    if layout.get('kind') not in LAYOUT_KINDS:
+        errors.append('%s.kind must be one of %s (got %s)' % (option, ', '.join(LAYOUT_KINDS), show(layout.get('kind'))))
+
+    def path_error(where, path):
+        if not is_relative(path):
+            errors.append('%s %s must be %s' % (where, show(path), RELATIVE_ALLOWED))
+
+    merges = layout.get('merge') or []
+    if not isinstance(merges, list):
+        errors.append('%s.merge must be a list (got %s)' % (option, show(merges)))
+        merges = []
+    for index, merge in enumerate(merges):
+        where = '%s.merge[%d]' % (option, index)
+        if not isinstance(merge, dict) or set(merge) - set(('dest', 'from', 'match')):
+            errors.append('%s must be a mapping with keys dest, from and optionally match (got %s)' % (where, show(merge)))
+            continue
+        path_error(where + '.dest', merge.get('dest'))
+        sources = merge.get('from')
+        if not isinstance(sources, list) or not sources:
+            errors.append('%s.from must be a non-empty list of paths (got %s)' % (where, show(sources)))
+            sources = []
+        for source in sources:
+            path_error(where + '.from', source)
+        match = merge.get('match')
+        if match is not None and not (isinstance(match, str) and GLOB_RE.match(match)):
+            errors.append('%s.match %s must be a file name pattern (A-Z a-z 0-9 _ . + - * ? [ ], no "/")'
+                          % (where, show(match)))
+    links = layout.get('links') or {}
+    if not isinstance(links, dict):
+        errors.append('%s.links must be a mapping (got %s)' % (option, show(links)))
+        links = {}
+    for link, target in sorted(links.items(), key=lambda item: str(item[0])):
+        path_error('%s.links key' % option, link)
+        if not is_relative(target):
+            errors.append('%s.links[%s] target %s must be %s' % (option, show(link), show(target), RELATIVE_ALLOWED))
+    required = layout.get('required') or []
+    if not isinstance(required, list):
+        errors.append('%s.required must be a list (got %s)' % (option, show(required)))
+        required = []
+    for path in required:
+        path_error('%s.required' % option, path)
+    return errors
+
+
+def wheels_errors(wheels, option='wheels'):
+    """Why a pin set cannot go into a pip requirements file as it is (an empty list when it is fine)."""
+    if not isinstance(wheels, list) or not wheels:
+        return ['%s must be a non-empty list of {name, version, sha256} (got %s)' % (option, show(wheels))]
+    errors = []
+    for index, wheel in enumerate(wheels):
+        where = '%s[%d]' % (option, index)
+        if not isinstance(wheel, dict):
+            errors.append('%s must be a mapping {name, version, sha256} (got %s)' % (where, show(wheel)))
+            continue
+        if not (isinstance(wheel.get('name'), str) and WHEEL_NAME_RE.match(wheel['name'])):
+            errors.append('%s.name %s must be a distribution name (A-Z a-z 0-9 . _ -)' % (where, show(wheel.get('name'))))
+        if not (isinstance(wheel.get('version'), str) and WHEEL_VERSION_RE.match(wheel['version'])):
+            errors.append('%s.version %s must be an exact version (A-Z a-z 0-9 . + ! _ -)'
+                          % (where, show(wheel.get('version'))))
+        digests = wheel.get('sha256')
+        if (not isinstance(digests, list) or not digests
+                or not all(isinstance(digest, str) and SHA256_RE.match(digest) for digest in digests)):
+            errors.append('%s.sha256 %s must be a non-empty list of sha256 digests (64 hex digits)' % (where, show(digests)))
+    return errors
 
 
 def requirement_lines(wheels):

@@ -19,25 +19,26 @@ description:
     PTX version of the same kernel.
   - On failure the message names the step and carries the tool's own output.
   - Changes nothing on the target (the cubins are written to a temporary directory); C(changed) is always V(false).
+  - Relative paths are refused before anything runs, since they would depend on the working directory of the connection.
 options:
   home:
-    description: Toolkit directory, for example C(/usr/local/cuda-13.0).
+    description: Toolkit directory, an absolute path, for example C(/usr/local/cuda-13.0).
     type: path
     required: true
   version:
-    description: Expected CUDA version, C(major.minor).
+    description: Expected CUDA version, C(major.minor), for example C("13.0").
     type: str
     required: true
   ptxas:
-    description: Path of C(ptxas).
+    description: Absolute path of C(ptxas).
     type: path
     required: true
   nvcc:
-    description: Path of C(nvcc). Empty for a toolkit without one (the CUDA 12 PyPI wheels ship only C(ptxas)).
+    description: Absolute path of C(nvcc). Empty for a toolkit without one (the CUDA 12 PyPI wheels ship only C(ptxas)).
     type: str
     default: ''
   archs:
-    description: Architectures to build cubins for, as C(sm_XX).
+    description: Architectures to build cubins for, as C(sm_XX) (digits, optionally followed by C(a) or C(f)).
     type: list
     elements: str
     default: [sm_90, sm_100, sm_120]
@@ -52,7 +53,9 @@ options:
     choices: [auto, nvcc, ptxas, none]
     default: auto
   host_compiler:
-    description: Host compiler C(nvcc) uses (C(-ccbin)). Empty looks for C(g++), then C(gcc), in E(PATH).
+    description:
+      - Host compiler C(nvcc) uses (C(-ccbin)), a command name looked up in E(PATH) or an absolute path.
+      - Empty looks for C(g++), then C(gcc), in E(PATH).
     type: str
     default: ''
   ldconfig_libs:
@@ -129,13 +132,25 @@ from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import Co
 from ansible_collections.inferops.gpu.plugins.module_utils.cuda_toolkit import (
     KERNEL_CU,
     KERNEL_PTX,
+    absolute_error,
     arch_number,
+    archs_errors,
+    command_error,
     cubin_arch,
     parse_ldconfig,
     parse_release,
     path_within,
     resolve_soname,
+    version_error,
 )
+
+
+def argument_errors(params):
+    """Everything wrong with the arguments, each naming the option, the value and what is allowed."""
+    errors = [absolute_error('home', params['home']), absolute_error('ptxas', params['ptxas']),
+              absolute_error('nvcc', params['nvcc'], empty_ok=True), command_error('host_compiler', params['host_compiler']),
+              version_error('version', params['version'])]
+    return [error for error in errors if error] + archs_errors('archs', params['archs'])
 
 
 class Verifier:
@@ -257,11 +272,6 @@ class Verifier:
     def verify(self):
         if not os.path.isdir(self.params['home']):
             self.fail('toolkit directory', '%s does not exist' % self.params['home'])
-        for arch in self.params['archs']:
-            try:
-                arch_number(arch)
-            except ValueError as exc:
-                self.fail('arguments', str(exc))
         self.result['version_installed'] = self.tool_version('ptxas', self.params['ptxas'])
         nvcc = self.params['nvcc']
         if nvcc:
@@ -286,6 +296,9 @@ def main():
         ),
         supports_check_mode=True,
     )
+    errors = argument_errors(module.params)
+    if errors:
+        module.fail_json(msg='cuda_toolkit_verify: ' + '; '.join(errors), errors=errors, step='arguments')
     module.exit_json(**Verifier(module).verify())
 
 

@@ -21,15 +21,18 @@ description:
   - Paths in the tree that are not symlinks are never replaced; they are reported as a failure.
 options:
   home:
-    description: Toolkit directory, for example C(/usr/local/cuda-13.0). Created when missing.
+    description: Toolkit directory, an absolute path, for example C(/usr/local/cuda-13.0). Created when missing.
     type: path
     required: true
   version:
-    description: CUDA version of the pin set as C(major.minor); recorded in the stamp.
+    description: CUDA version of the pin set as C(major.minor), for example C("13.0"); recorded in the stamp.
     type: str
     required: true
   wheels:
-    description: The wheels to install, each pinned to one version and its allowed sha256 digests.
+    description:
+      - The wheels to install, each pinned to one version and its allowed sha256 digests.
+      - They are written to a pip requirements file, so names, versions and digests are checked first
+        (distribution names, exact versions, 64 hex digits).
     type: list
     elements: dict
     required: true
@@ -50,18 +53,27 @@ options:
   layout:
     description:
       - How the installed files map to the toolkit tree.
-      - C(kind) names the layout (C(cu12) per-package directories C(nvidia/cuda_nvcc/...),
-        C(cu13) one shared C(nvidia/cu13/...) tree).
+      - C(kind) names the layout, V(cu12) (per-package directories C(nvidia/cuda_nvcc/...)) or
+        V(cu13) (one shared C(nvidia/cu13/...) tree).
       - C(merge) lists C({dest, from, match}) entries, C(links) maps extra links to literal targets,
         C(required) lists paths that must exist afterwards.
+      - Every path (C(merge) C(dest) and C(from), C(links) keys and targets, C(required)) is relative, made of
+        segments of C(A-Z a-z 0-9 _ . + -), none of them C(.) or C(..), so nothing is ever linked outside O(home).
+        C(match) is a file name pattern without C(/). Anything else fails before anything is read or changed.
     type: dict
     required: true
   site_dir:
-    description: Name of the directory inside O(home) that holds the installed wheels.
+    description: Name of the directory inside O(home) that holds the installed wheels (a plain name, no C(/)).
     type: str
     default: wheels
+  validate_only:
+    description: Only check the arguments, then return without reading or changing anything on the target.
+    type: bool
+    default: false
   python:
-    description: Interpreter with pip, for example a private virtual environment's C(bin/python).
+    description:
+      - Interpreter with pip, for example a private virtual environment's C(bin/python).
+      - An absolute path, or a command name looked up in E(PATH).
     type: path
     required: true
   index_url:
@@ -69,12 +81,12 @@ options:
     type: str
     default: https://pypi.org/simple
   find_links:
-    description: Local wheelhouse directories or URLs searched as well (C(--find-links)).
+    description: Local wheelhouse directories (absolute) or URLs searched as well (C(--find-links)).
     type: list
     elements: str
     default: []
   ca_bundle:
-    description: CA bundle pip verifies TLS with (C(--cert)). Empty uses pip's own bundle.
+    description: CA bundle pip verifies TLS with (C(--cert)), an absolute path. Empty uses pip's own bundle.
     type: str
     default: ''
   proxy:
@@ -176,14 +188,23 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
 
 from ansible_collections.inferops.gpu.plugins.module_utils.cuda_toolkit import (
+    COMMAND_NAME_RE,
+    URL_RE,
+    absolute_error,
     apply_links,
+    command_error,
+    find_links_errors,
+    layout_errors,
     link_changes,
     managed_dirs,
     missing_paths,
     plan_links,
     requirement_lines,
+    show,
     site_is_complete,
     stamp_text,
+    version_error,
+    wheels_errors,
 )
 
 STAMP = '.inferops-wheels.json'
@@ -195,6 +216,24 @@ def read_text(path):
             return handle.read()
     except (IOError, OSError):
         return ''
+
+
+def argument_errors(params):
+    """Everything wrong with the arguments, each naming the option, the value and what is allowed."""
+    errors = [absolute_error('home', params['home']), version_error('version', params['version']),
+              command_error('python', params['python']) if params['python'] else 'python must not be empty',
+              absolute_error('ca_bundle', params['ca_bundle'], empty_ok=True)]
+    if not COMMAND_NAME_RE.match(params['site_dir']) or params['site_dir'] in ('.', '..'):
+        errors.append('site_dir must be a plain directory name (got %s)' % show(params['site_dir']))
+    if params['index_url'] and not URL_RE.match(params['index_url']):
+        errors.append('index_url must be "" or a URL (http, https, file) (got %s)' % show(params['index_url']))
+    unknown = sorted(set(params['proxy']) - set(('http_proxy', 'https_proxy', 'no_proxy')))
+    if unknown:
+        errors.append('proxy keys must be among http_proxy, https_proxy, no_proxy (got %s)' % show(unknown))
+    errors += find_links_errors('find_links', params['find_links'])
+    errors += wheels_errors(params['wheels'])
+    errors += layout_errors(params['layout'])
+    return [error for error in errors if error]
 
 
 def pip_command(params, target, requirements):
@@ -261,6 +300,7 @@ def main():
             )),
             layout=dict(type='dict', required=True),
             site_dir=dict(type='str', default='wheels'),
+            validate_only=dict(type='bool', default=False),
             python=dict(type='path', required=True),
             index_url=dict(type='str', default='https://pypi.org/simple'),
             find_links=dict(type='list', elements='str', default=[]),
@@ -272,6 +312,13 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    errors = argument_errors(params)
+    if errors:
+        module.fail_json(msg='cuda_toolkit_wheels: ' + '; '.join(errors), errors=errors)
+    pins = sorted('%s==%s' % (w['name'], w['version']) for w in params['wheels'])
+    if params['validate_only']:
+        module.exit_json(changed=False, home=params['home'], installed=False, pins=pins, links_created=[],
+                         links_removed=[])
     home = params['home']
     site = os.path.join(home, params['site_dir'])
     layout = params['layout']
@@ -279,7 +326,6 @@ def main():
     stamp_path = os.path.join(home, STAMP)
     wanted_stamp = stamp_text(params['version'], layout.get('kind', ''), params['wheels'])
     current_stamp = read_text(stamp_path)
-    pins = sorted('%s==%s' % (w['name'], w['version']) for w in params['wheels'])
 
     need_install = (current_stamp != wanted_stamp or not os.path.isdir(site)
                     or not site_is_complete(home, plan_links(home, site, layout), required))

@@ -79,7 +79,11 @@ def test_facts_handed_forward(host, version):
 
 @pytest.mark.parametrize("version,major", [("12.8", "12"), ("13.0", "13")])
 def test_owned_ldconfig_file(host, version, major):
-    conf = host.file("/etc/ld.so.conf.d/50-inferops-cuda-%s.conf" % version.replace(".", "-"))
+    name = "inferops-cuda-%s.conf" % version.replace(".", "-")
+    conf = host.file("/etc/ld.so.conf.d/50-" + name)
+    # One file per toolkit: the role removes its file under any other order.
+    assert [entry for entry in host.check_output("ls /etc/ld.so.conf.d").split() if entry.endswith("-" + name)] == [
+        "50-" + name]
     assert conf.exists and conf.user == "root" and conf.mode == 0o644
     lines = [line for line in conf.content_string.splitlines() if line and not line.startswith("#")]
     assert lines == [HOMES[version] + "/lib64"]
@@ -125,20 +129,37 @@ def test_default_cuda_link_untouched(host):
     assert not host.file("/usr/local/cuda").exists
 
 
-def test_bad_input_failed_before_any_change(host):
-    report = json.loads(host.file(REPORTS + "/side_effect.json").content_string)
-    bad = report["bad_input"]
-    assert set(bad) == {"version_major_only", "version_patch", "method_unknown", "runfile_url_without_checksum",
-                        "wheels_unpinned_version"}
-    assert "cuda_toolkit_version" in bad["version_major_only"] and '"13"' in bad["version_major_only"]
-    assert "cuda_toolkit_method" in bad["method_unknown"] and "tarball" in bad["method_unknown"]
-    assert "cuda_toolkit_runfile_checksum" in bad["runfile_url_without_checksum"]
-    assert report["unchanged_by_bad_input"] is True
-    assert not host.file("/usr/local/cuda-13").exists
+def side_effect(host):
+    return json.loads(host.file(REPORTS + "/side_effect.json").content_string)
+
+
+def test_booleans_given_as_strings_act_as_their_value(host):
+    strings = side_effect(host)["booleans_as_strings"]
+    # "false": /usr/local/cuda left alone, no verification.
+    assert strings["false"]["default_link_skipped"] is True and strings["false"]["link_exists"] is False
+    assert strings["false"]["verify_skipped"] is True and strings["false"]["version_installed"] == ""
+    # "true": the link would be made (check mode), and the toolkit was verified.
+    assert strings["true"]["default_link_changed"] is True
+    assert strings["true"]["default_link_diff"]["after"]["path"] == "/usr/local/cuda"
+    assert strings["true"]["verify_ran"] is True and strings["true"]["version_installed"].startswith("13.0.")
+
+
+def test_ldconfig_runs_without_flushing_other_handlers(host):
+    ldconfig = side_effect(host)["ldconfig"]
+    # Another role's handler, notified before the role, was still pending when the role finished ...
+    assert ldconfig["other_handler_ran_during_role"] is False
+    # ... and ran at the end of the play, as handlers do.
+    assert host.file(REPORTS + "/other-handler-ran").exists
+    # The role rewrote its file, removed the one under an older order, and rebuilt the cache itself.
+    assert ldconfig["conf_written"] is True and ldconfig["older_order_removed"] is True and ldconfig["ldconfig_ran"] is True
+    assert ldconfig["cudart13_before"] == []
+    assert any("=> /usr/local/cuda-13.0/lib64/libcudart.so.13" in line for line in ldconfig["cudart13_after"])
+    assert ldconfig["verified_ldconfig"]["libcudart.so.13"] == "/usr/local/cuda-13.0/lib64/libcudart.so.13"
+    assert not host.file("/etc/ld.so.conf.d/40-inferops-cuda-13-0.conf").exists
 
 
 def test_package_method_repository_in_check_mode(host):
-    check = json.loads(host.file(REPORTS + "/side_effect.json").content_string)["package_check_mode"]
+    check = side_effect(host)["package_check_mode"]
     assert check["repo_changed"] is True
     assert "URIs: https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/" in check["repo_after"]
     assert "Signed-By: /etc/apt/keyrings/inferops-cuda-nvidia.asc" in check["repo_after"]

@@ -86,8 +86,56 @@ def test_cubin_arch_refuses_other_files():
 def test_arch_number():
     assert ct.arch_number('sm_120') == 120
     assert ct.arch_number('sm_90a') == 90
-    with pytest.raises(ValueError):
-        ct.arch_number('compute_90')
+    assert ct.arch_number('sm_100f') == 100
+    for bad in ('compute_90', 'sm_120\n', 'sm_90x', None):
+        with pytest.raises(ValueError):
+            ct.arch_number(bad)
+
+
+@pytest.mark.parametrize('path,relative,absolute', [
+    ('lib64', True, False),
+    ('nvvm/lib64/libnvvm.so', True, False),
+    ('bin/cudafe++', True, False),
+    ('/etc/hostname', False, True),
+    ('/usr/local/cuda-13.0', False, True),
+    ('../etc', False, False),
+    ('lib64/../../etc', False, False),
+    ('/usr/local/../etc', False, False),
+    ('./lib64', False, False),
+    ('lib64/', False, False),
+    ('lib64\n', False, False),
+    ('/usr/local\n', False, False),
+    ('', False, False),
+    (None, False, False),
+])
+def test_path_rules(path, relative, absolute):
+    assert (ct.is_relative(path), ct.is_absolute(path)) == (relative, absolute)
+
+
+def test_layout_errors_accept_the_role_layouts_and_name_each_bad_path():
+    assert ct.layout_errors(CU12) == []
+    bad = dict(CU12, kind='bogus', links={'/tmp/evil': '/etc/hostname', 'lib64/x': '../../y'},
+               required=['../outside'], merge=[{'dest': 'bin', 'from': '/usr/bin'}, 'bin'])
+    errors = ct.layout_errors(bad)
+    assert errors == [
+        'layout.kind must be one of cu12, cu13 (got "bogus")',
+        'layout.merge[0].from must be a non-empty list of paths (got "/usr/bin")',
+        'layout.merge[1] must be a mapping with keys dest, from and optionally match (got "bin")',
+        'layout.links key "/tmp/evil" must be ' + ct.RELATIVE_ALLOWED,
+        'layout.links["/tmp/evil"] target "/etc/hostname" must be ' + ct.RELATIVE_ALLOWED,
+        'layout.links["lib64/x"] target "../../y" must be ' + ct.RELATIVE_ALLOWED,
+        'layout.required "../outside" must be ' + ct.RELATIVE_ALLOWED,
+    ]
+    assert ct.layout_errors('cu13', option='cuda_toolkit_wheel_sets["13.0"].layout') == [
+        'cuda_toolkit_wheel_sets["13.0"].layout must be a mapping (got "cu13")']
+
+
+def test_wheels_errors():
+    good = [{'name': 'nvidia-cuda-nvcc', 'version': '13.0.88', 'sha256': ['ab' * 32]}]
+    assert ct.wheels_errors(good) == []
+    assert ct.wheels_errors([]) == ['wheels must be a non-empty list of {name, version, sha256} (got [])']
+    errors = ct.wheels_errors([{'name': 'six\n', 'version': '1.0\n', 'sha256': 'ab' * 32}])
+    assert [error.split(' ')[0] for error in errors] == ['wheels[0].name', 'wheels[0].version', 'wheels[0].sha256']
 
 
 def test_kernel_ptx_is_isa_8_for_ptxas_12_and_13():

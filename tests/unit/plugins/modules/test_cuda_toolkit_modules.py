@@ -50,8 +50,8 @@ LAYOUT = {
     'links': {'lib64/libcudart.so': 'libcudart.so.13'},
     'required': ['bin/nvcc', 'bin/ptxas', 'nvvm/bin/cicc', 'include/cuda_runtime.h', 'lib64/libcudart.so.13'],
 }
-WHEELS = [{'name': 'nvidia-cuda-nvcc', 'version': '13.0.88', 'sha256': ['56fe']},
-          {'name': 'nvidia-nvvm', 'version': '13.0.88', 'sha256': ['c5f4']}]
+WHEELS = [{'name': 'nvidia-cuda-nvcc', 'version': '13.0.88', 'sha256': ['56fe' * 16]},
+          {'name': 'nvidia-nvvm', 'version': '13.0.88', 'sha256': ['c5f4' * 16]}]
 
 
 def fake_pip(files=None, rc=0):
@@ -156,6 +156,62 @@ def test_wheels_missing_required_path_fails(target, tmp_path):
     assert result['failed'] and 'bin/nvcc' in result['msg']
 
 
+def layout_with(**changes):
+    layout = json.loads(json.dumps(LAYOUT))
+    layout.update(changes)
+    return layout
+
+
+@pytest.mark.parametrize('args,expect', [
+    # An absolute or escaping link key once put a symlink outside home, pointing at /etc/hostname.
+    ({'layout': layout_with(links={'ABS/evil': '/etc/hostname'})},
+     ['layout.links key "ABS/evil"', 'relative path', 'layout.links["ABS/evil"] target "/etc/hostname"']),
+    ({'layout': layout_with(links={'../../evil': 'libcudart.so.13'})}, ['layout.links key "../../evil"', 'relative path']),
+    ({'layout': layout_with(links={'lib64/libcudart.so': '../../../etc/hostname'})}, ['target "../../../etc/hostname"']),
+    ({'layout': layout_with(kind='bogus')}, ['layout.kind', '"bogus"', 'cu12, cu13']),
+    ({'layout': layout_with(merge=[{'dest': '/usr/bin', 'from': ['nvidia/cu13/bin']}])},
+     ['layout.merge[0].dest "/usr/bin"', 'relative path']),
+    ({'layout': layout_with(merge=[{'dest': 'bin', 'from': ['../../../usr/bin']}])}, ['layout.merge[0].from "../../../usr/bin"']),
+    ({'layout': layout_with(merge=[{'dest': 'bin', 'from': ['nvidia/cu13/bin'], 'match': '../*'}])}, ['match "../*"']),
+    ({'layout': layout_with(required=['bin/nvcc\n'])}, ['layout.required "bin/nvcc\\n"']),
+    ({'layout': layout_with(extra=1)}, ['unknown keys ["extra"]']),
+    ({'site_dir': '..'}, ['site_dir', '".."']),
+    ({'home': 'usr/local/cuda-13.0'}, ['home must be an absolute path', '"usr/local/cuda-13.0"']),
+    ({'version': '13.0\n'}, ['version', '"13.0\\n"', 'major.minor']),
+    ({'wheels': [dict(WHEELS[0], name='nvidia-cuda-nvcc\n--index-url=http://evil')]}, ['wheels[0].name', 'distribution name']),
+    ({'wheels': [dict(WHEELS[0], version='13.0.88 --pre')]}, ['wheels[0].version "13.0.88 --pre"']),
+    ({'wheels': [dict(WHEELS[0], sha256=['56fe'])]}, ['wheels[0].sha256 ["56fe"]', '64 hex digits']),
+    ({'find_links': ['wheelhouse']}, ['find_links: "wheelhouse"', 'absolute directory or a URL']),
+    ({'ca_bundle': 'certs/ca.pem'}, ['ca_bundle must be an absolute path or ""', '"certs/ca.pem"']),
+    ({'index_url': 'pypi.org/simple'}, ['index_url', '"pypi.org/simple"']),
+])
+def test_wheels_refuses_bad_arguments_before_touching_anything(target, tmp_path, monkeypatch, args, expect):
+    # ABS stands for an absolute directory of this test; relative paths would land in the working directory.
+    outside = tmp_path / 'outside'
+    outside.mkdir()
+    monkeypatch.chdir(str(outside))
+    args = json.loads(json.dumps(args).replace('ABS', str(outside)))
+    expect = [text.replace('ABS', str(outside)) for text in expect]
+    home = tmp_path / 'cuda-13.0'
+    target['handler'] = fake_pip()
+    result = run(cuda_toolkit_wheels, dict(wheel_args(home), **args))
+    assert result['failed'], result
+    for text in expect:
+        assert text in result['msg'], (text, result['msg'])
+    assert target['calls'] == [] and not home.exists() and os.listdir(str(outside)) == []
+
+
+def test_wheels_validate_only_reads_and_changes_nothing(target, tmp_path):
+    home = tmp_path / 'cuda-13.0'
+    target['handler'] = fake_pip()
+    result = run(cuda_toolkit_wheels, wheel_args(home, validate_only=True))
+    assert (result['changed'], result['installed'], result['pins']) == (
+        False, False, ['nvidia-cuda-nvcc==13.0.88', 'nvidia-nvvm==13.0.88'])
+    assert target['calls'] == [] and not home.exists()
+    result = run(cuda_toolkit_wheels, wheel_args(home, validate_only=True, layout=layout_with(kind='bogus')))
+    assert result['failed'] and 'layout.kind' in result['msg']
+
+
 # --- cuda_toolkit_verify ---------------------------------------------------------------------
 
 def cubin(sm):
@@ -238,6 +294,33 @@ def test_verify_failures_name_the_step_and_show_the_tool(target, tmp_path, machi
     result = run(cuda_toolkit_verify, verify_args(home))
     assert result['failed'] and result['step'] == step
     assert text in result['msg'] and ('step "%s"' % step) in result['msg']
+
+
+@pytest.mark.parametrize('args,expect', [
+    # Relative paths worked only because the connection's working directory happened to be /.
+    ({'home': 'usr/local/cuda-13.0'}, ['home must be an absolute path', '"usr/local/cuda-13.0"']),
+    ({'ptxas': 'bin/ptxas'}, ['ptxas must be an absolute path', '"bin/ptxas"']),
+    ({'nvcc': 'bin/nvcc'}, ['nvcc must be an absolute path or ""', '"bin/nvcc"']),
+    ({'host_compiler': 'bin/g++'}, ['host_compiler', '"bin/g++"', 'command name']),
+    ({'archs': ['sm_120\n']}, ['archs: "sm_120\\n"', 'sm_XX']),
+    ({'archs': ['compute_90']}, ['archs: "compute_90"']),
+    ({'version': '13'}, ['version', '"13"', 'major.minor']),
+])
+def test_verify_refuses_bad_arguments_before_running_anything(target, tmp_path, machine, args, expect):
+    home, target['handler'] = toolkit(tmp_path)
+    target['bin'] = {'ldconfig': '/sbin/ldconfig', 'g++': '/usr/bin/g++'}
+    result = run(cuda_toolkit_verify, dict(verify_args(home), **args))
+    assert result['failed'] and result['step'] == 'arguments', result
+    for text in expect:
+        assert text in result['msg'], (text, result['msg'])
+    assert target['calls'] == []
+
+
+def test_verify_accepts_a_host_compiler_by_name_or_absolute_path(target, tmp_path, machine):
+    home, target['handler'] = toolkit(tmp_path)
+    target['bin'] = {'ldconfig': '/sbin/ldconfig', 'g++-12': '/usr/bin/g++-12'}
+    result = run(cuda_toolkit_verify, verify_args(home, host_compiler='g++-12'))
+    assert 'failed' not in result and result['host_compiler'] == '/usr/bin/g++-12'
 
 
 def test_verify_missing_ptxas_and_unregistered_library(target, tmp_path, machine):
