@@ -98,7 +98,7 @@ def test_cuda_toolkit_wheels_hung_pip_leaves_nothing_behind(tmp_path, monkeypatc
     home = tmp_path / 'cuda-13.0'
     args = {'home': str(home), 'version': '13.0', 'python': python, 'index_url': '',
             'find_links': [str(tmp_path)], 'layout': {'kind': 'cu13', 'required': ['bin/ptxas']},
-            'wheels': [{'name': 'nvidia-cuda-nvcc', 'version': '13.0.88', 'sha256': ['56fe']}]}
+            'wheels': [{'name': 'nvidia-cuda-nvcc', 'version': '13.0.88', 'sha256': ['56fe' * 16]}]}
     result = assert_killed_in_time(cuda_toolkit_wheels, args, python)
     assert 'pip could not install' in result['msg']
     assert os.listdir(str(home)) == []

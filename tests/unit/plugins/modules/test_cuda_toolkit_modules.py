@@ -318,7 +318,7 @@ def test_verify_refuses_bad_arguments_before_running_anything(target, tmp_path, 
 
 def test_verify_accepts_a_host_compiler_by_name_or_absolute_path(target, tmp_path, machine):
     home, target['handler'] = toolkit(tmp_path)
-    target['bin'] = {'ldconfig': '/sbin/ldconfig', 'g++-12': '/usr/bin/g++-12'}
+    target['bin'] = {'timeout': TIMEOUT, 'ldconfig': '/sbin/ldconfig', 'g++-12': '/usr/bin/g++-12'}
     result = run(cuda_toolkit_verify, verify_args(home, host_compiler='g++-12'))
     assert 'failed' not in result and result['host_compiler'] == '/usr/bin/g++-12'
 
