@@ -32,7 +32,7 @@ ansible-playbook -i tests/gpu/inventory.yml site.yml -l blackwell \
        "imports": [{"name": "torch"}], "extension_globs": ["torch/_C*.so", "'"$ext"'"]}}}' >>"$out/abi-site.log" 2>&1
 rc=$?
 end=$(date +%s.%N)
-echo "site.yml with the mismatched extension: rc=$rc in $(echo "$end - $start" | bc) s; current release before $before, after $(readlink /opt/ml-env)" >>"$summary"
+echo "site.yml with the mismatched extension: rc=$rc in $(python3 -c "print(round($end - $start, 1))") s; current release before $before, after $(readlink /opt/ml-env)" >>"$summary"
 grep -o "needs c10::cuda::c10_cuda_check_implementation[^;]*" "$out/abi-site.log" | sort -u | head -3 >>"$summary"
 
 start=$(date +%s.%N)
@@ -41,7 +41,7 @@ ansible localhost -c local -e ansible_python_interpreter=/opt/torch/.venv/bin/py
   -o >"$out/abi-module.txt" 2>&1
 rc=$?
 end=$(date +%s.%N)
-echo "ml_env_check alone: rc=$rc in $(echo "$end - $start" | bc) s" >>"$summary"
+echo "ml_env_check alone: rc=$rc in $(python3 -c "print(round($end - $start, 1))") s" >>"$summary"
 sed -e 's/^[^{]*//' "$out/abi-module.txt" | python3 -c 'import json, sys
 r = json.load(sys.stdin)
 json.dump({"failed": r.get("failed"), "required": r["abi"]["required"], "providers": len(r["abi"]["providers"]),
