@@ -44,8 +44,8 @@ end=$(date +%s.%N)
 echo "ml_env_check alone: rc=$rc in $(python3 -c "print(round($end - $start, 1))") s" >>"$summary"
 sed -e 's/^[^{]*//' "$out/abi-module.txt" | python3 -c 'import json, sys
 r = json.load(sys.stdin)
-json.dump({"failed": r.get("failed"), "required": r["abi"]["required"], "providers": len(r["abi"]["providers"]),
-           "missing": r["abi"]["missing"], "msg": r["msg"]}, open(sys.argv[1], "w"), indent=2)' "$out/abi-module.json" \
+json.dump({"ansible_rc": int(sys.argv[2]), "required": r["abi"]["required"], "providers": len(r["abi"]["providers"]),
+           "missing": r["abi"]["missing"], "msg": r["msg"]}, open(sys.argv[1], "w"), indent=2)' "$out/abi-module.json" "$rc" \
   || tail -5 "$out/abi-module.txt" >>"$summary"
 rm -f "$out/abi-module.txt"
 cat "$summary"
