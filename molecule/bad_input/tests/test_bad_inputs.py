@@ -1,8 +1,11 @@
-"""The bad-input tables (tests/bad_inputs/*.yml) against a bare host, through site.yml itself.
+"""The bad-input tables (tests/bad_inputs/*.yml) against a bare host.
 
-Each bad case runs `ansible-playbook site.yml -e @case.json` (JSON keeps "true" a string, as
-`-e var=true` does) and must fail with every `expect` string in its failure messages; clean cases
-run only the check play and must pass. Before and after all of them, the host's state is the same.
+Every case is a host of its own in one generated inventory (all of them the same container), and
+one run of the check play (playbooks/validate.yml, every host on its own) judges them all: a bad
+case must fail with every `expect` string in its failure messages, a clean case must pass. The
+first bad case of each table also goes through site.yml itself with `-e @case.json` (JSON keeps
+"true" a string, as `-e var=true` does), where it must stop the run before any change. Before and
+after all of it, the host's state is the same.
 """
 
 import concurrent.futures
@@ -18,6 +21,7 @@ import yaml
 HOST = "inferops-badin-1"
 PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.getcwd())
 TABLES = sorted(glob.glob(os.path.join(PROJECT, "tests", "bad_inputs", "*.yml")))
+CONNECTION = {"ansible_host": HOST, "ansible_connection": "community.docker.docker"}
 # Everything a role could write to; systemd's own state changes by itself.
 SNAPSHOT = (
     "find /etc /opt /usr/local /var/lib /root -xdev "
@@ -31,61 +35,83 @@ def load_cases():
     for table in TABLES:
         role = os.path.splitext(os.path.basename(table))[0]
         with open(table) as handle:
-            for case in yaml.safe_load(handle):
-                cases.append(dict(case, id="%s/%s" % (role, case["name"])))
+            for index, case in enumerate(yaml.safe_load(handle)):
+                cases.append(dict(case, id="%s/%s" % (role, case["name"]), host="%s_%03d" % (role, index)))
     return cases
 
 
 CASES = load_cases()
+THROUGH_SITE = [next(c for c in CASES if c["id"].startswith(role + "/") and not c.get("clean"))
+                for role in sorted(set(c["id"].split("/")[0] for c in CASES))]
 
 
 def snapshot():
     out = subprocess.run(["docker", "exec", HOST, "sh", "-c", SNAPSHOT], capture_output=True, text=True,
-                         check=True, timeout=60)
+                         check=True, timeout=120)
     return set(out.stdout.splitlines())
 
 
-def failure_messages(report):
-    """Every failure message of a json-callback report: task msgs and looped items' msgs."""
-    messages = []
+def outcomes_by_host(report):
+    """host -> (failed, the failure messages): task msgs and looped items' msgs."""
+    seen = {}
     for play in report.get("plays", []):
         for task in play.get("tasks", []):
-            for result in task.get("hosts", {}).values():
-                if not result.get("failed"):
-                    continue
-                messages.append(str(result.get("msg", "")))
-                # A looped assert marks its failed items with evaluated_to, not always failed.
-                for item in result.get("results", []):
-                    if item.get("failed") or item.get("evaluated_to") is False:
-                        messages.append(str(item.get("msg", "")))
-    return "\n".join(messages)
+            for host, result in task.get("hosts", {}).items():
+                failed, messages = seen.get(host, (False, []))
+                if result.get("failed"):
+                    failed = True
+                    messages.append(str(result.get("msg", "")))
+                    # A looped assert marks its failed items with evaluated_to, not always failed.
+                    for item in result.get("results", []):
+                        if item.get("failed") or item.get("evaluated_to") is False:
+                            messages.append(str(item.get("msg", "")))
+                seen[host] = (failed, messages)
+    return dict((host, (failed, "\n".join(messages))) for host, (failed, messages) in seen.items())
 
 
-def run_case(case):
-    playbook = "validate.yml" if case.get("clean") else "site.yml"
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-        json.dump(case["vars"], handle)
+def ansible_playbook(args, timeout):
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
-    try:
-        proc = subprocess.run(
-            ["ansible-playbook", "-i", HOST + ",", "-e", "ansible_connection=community.docker.docker",
-             "-e", "@" + handle.name, os.path.join(PROJECT, "playbooks", playbook)],
-            cwd=PROJECT, env=env, capture_output=True, text=True, timeout=600, check=False)
-    finally:
-        os.unlink(handle.name)
+    proc = subprocess.run(["ansible-playbook"] + args, cwd=PROJECT, env=env, capture_output=True, text=True,
+                          timeout=timeout, check=False)
     try:
         report = json.loads(proc.stdout)
     except ValueError:
         report = {}
-    return proc.returncode, failure_messages(report), proc.stdout[-3000:] + proc.stderr[-3000:]
+    plays = [play.get("play", {}).get("name") for play in report.get("plays", [])]
+    return proc.returncode, outcomes_by_host(report), plays, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def check_all(tmp):
+    inventory = {"all": {"hosts": dict((case["host"], dict(CONNECTION, **case["vars"])) for case in CASES)}}
+    path = os.path.join(tmp, "cases.yml")
+    with open(path, "w") as handle:
+        yaml.safe_dump(inventory, handle)
+    rc, outcomes, plays, tail = ansible_playbook(
+        ["-i", path, "-e", "inferops_validate_all_or_nothing=false",
+         os.path.join(PROJECT, "playbooks", "validate.yml")], timeout=1200)
+    return outcomes, tail
+
+
+def through_site(case, tmp):
+    path = os.path.join(tmp, case["host"] + ".json")
+    with open(path, "w") as handle:
+        json.dump(case["vars"], handle)
+    rc, outcomes, plays, tail = ansible_playbook(
+        ["-i", HOST + ",", "-e", "ansible_connection=community.docker.docker", "-e", "@" + path,
+         os.path.join(PROJECT, "playbooks", "site.yml")], timeout=600)
+    return rc, outcomes.get(HOST, (False, "")), plays, tail
 
 
 @pytest.fixture(scope="module")
 def outcomes():
     before = snapshot()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
-        results = dict(zip([case["id"] for case in CASES], pool.map(run_case, CASES)))
-    return {"results": results, "before": before, "after": snapshot()}
+    with tempfile.TemporaryDirectory() as tmp:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1 + len(THROUGH_SITE)) as pool:
+            together = pool.submit(check_all, tmp)
+            site = dict((case["id"], pool.submit(through_site, case, tmp)) for case in THROUGH_SITE)
+            results = {"check": together.result(), "site": dict((k, f.result()) for k, f in site.items())}
+    results.update(before=before, after=snapshot())
+    return results
 
 
 def test_every_role_has_a_table():
@@ -94,13 +120,25 @@ def test_every_role_has_a_table():
 
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
 def test_case(outcomes, case):
-    rc, messages, tail = outcomes["results"][case["id"]]
+    by_host, tail = outcomes["check"]
+    assert case["host"] in by_host, "no result for %s: %s" % (case["id"], tail)
+    failed, messages = by_host[case["host"]]
     if case.get("clean"):
-        assert rc == 0, tail
+        assert not failed, messages
         return
-    assert rc != 0, "site.yml accepted %s" % json.dumps(case["vars"])
+    assert failed, "the check play accepted %s" % json.dumps(case["vars"])
     missing = [text for text in case["expect"] if text not in messages]
-    assert not missing, "%s not in the failure: %s\n%s" % (missing, messages, tail)
+    assert not missing, "%s not in the failure: %s" % (missing, messages)
+
+
+@pytest.mark.parametrize("case", THROUGH_SITE, ids=[case["id"] for case in THROUGH_SITE])
+def test_site_stops_before_any_change(outcomes, case):
+    rc, (failed, messages), plays, tail = outcomes["site"][case["id"]]
+    assert rc != 0 and failed, "site.yml accepted %s\n%s" % (json.dumps(case["vars"]), tail)
+    missing = [text for text in case["expect"] if text not in messages]
+    assert not missing, "%s not in the failure: %s" % (missing, messages)
+    # The provisioning play never started: the check play is where it ended.
+    assert plays == ["Check every role's input before any change"], plays
 
 
 def test_nothing_changed(outcomes):
