@@ -47,6 +47,9 @@ class BoundedRunner:
         if not timeout_binary:
             raise ValueError('timeout(1) from coreutils is needed to bound the commands this module runs; '
                              'it was not found on the target')
+        # timeout(1) reads 0 as "no limit".
+        if seconds <= 0:
+            raise ValueError('%s must be at least 1 second (got %s)' % (option, seconds))
         self.run_command = run_command
         self.timeout_binary = timeout_binary
         self.seconds = seconds

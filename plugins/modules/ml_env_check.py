@@ -355,8 +355,6 @@ def main():
         message = 'cuda_version %s' % cuda_version_problem(module.params['cuda_version'])
         module.fail_json(msg=message, stage=module.params['stage'], problems=[message])
 
-    if module.params['command_timeout'] < 1:
-        module.fail_json(msg='command_timeout must be at least 1 second (got %d)' % module.params['command_timeout'])
     run_command = module_runner(module, module.params['command_timeout'], environ_update=PROBE_ENV)
 
     python = module.params['python']

@@ -124,3 +124,13 @@ def test_exit_124_before_the_limit_is_not_a_timeout(tmp_path):
     os.chmod(python, 0o755)
     result = invoke(ml_env_check, {'python': python, 'stage': 'precheck', 'command_timeout': 30})
     assert result['failed'] and 'does not run (rc=124)' in result['msg']
+
+
+@pytest.mark.parametrize('module, args', [
+    (gpu_info, {}),
+    (ml_env_check, {'python': sys.executable, 'stage': 'precheck'}),
+    (cuda_toolkit_verify, {'home': '/nonexistent', 'version': '13.0', 'ptxas': '/nonexistent/ptxas'}),
+], ids=['gpu_info', 'ml_env_check', 'cuda_toolkit_verify'])
+def test_a_limit_of_zero_is_refused(module, args):
+    result = invoke(module, dict(args, command_timeout=0))
+    assert result['failed'] and result['msg'] == 'command_timeout must be at least 1 second (got 0)'
