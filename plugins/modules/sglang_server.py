@@ -270,7 +270,8 @@ cleanup:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import module_runner
+from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang_launch import LaunchError
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_module import build_operations
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_ops import OperationFailed
 
@@ -330,6 +331,8 @@ def main():
         exc.result.update(paths)
         exc.result.setdefault('ready', False)
         module.fail_json(**exc.result)
+    except (LaunchError, CommandTimeout) as exc:
+        module.fail_json(msg=str(exc), ready=False, cause='launch', **paths)
     result.update(paths)
     module.exit_json(**result)
 
