@@ -177,7 +177,7 @@ def host_addresses(host):
     Raises ValueError naming the host when it does not resolve.
     """
     if not host:
-        return ['0.0.0.0']  # an empty host binds every interface, as for uvicorn
+        return ['0.0.0.0', '::']  # asyncio's create_server (uvicorn) binds both families for no host
     try:
         return [str(ipaddress.ip_address(host))]
     except ValueError:

@@ -217,8 +217,9 @@ def annotate_processes(processes, own, describe):
 
 
 def _process_label(process):
-    command = one_line(process['cmdline']) or (process['name'] and process['name'] + ', command line not visible')
-    return 'PID %d (%s)' % (process['pid'], command or 'command line not visible')
+    # A process of another PID namespace (a container) has no /proc entry here; the driver's name remains.
+    command = one_line(process['cmdline']) or ', '.join(filter(None, [process['name'], 'command line not visible']))
+    return 'PID %d (%s)' % (process['pid'], command)
 
 
 def _gpu_label(process):
@@ -276,7 +277,8 @@ def check_port(port, host, holders):
             if holder['pid'] is None:
                 named.append('a process this module cannot see%s (run it as root to name it)' % where)
             else:
-                named.append('PID %d (%s)%s' % (holder['pid'], one_line(holder['cmdline']) or '?', where))
+                command = one_line(holder['cmdline']) or 'command line not visible'
+                named.append('PID %d (%s)%s' % (holder['pid'], command, where))
         return failed(['port %d on %s is held by %s; free it or set sglang_server_port'
                        % (port, host, ', '.join(named))])
     if holders:
@@ -399,7 +401,7 @@ def port_result(options, own, system):
     holders = procfs.listeners(port, addresses, system.proc) if 1 <= port <= 65535 else []
     for holder in holders:
         holder['own'] = holder['pid'] in own
-    return check_port(port, host or '0.0.0.0', holders), holders
+    return check_port(port, host or 'all addresses', holders), holders
 
 
 def preflight(options, gpu_facts=None, system=None):

@@ -33,7 +33,9 @@ description:
     marker the ml_env role writes after verification, the same as O(expected_release), and the user
     may read it.
   - The messages name the variables of the inferops.gpu.sglang_server role, which runs this module
-    before every (re)start; standalone, read them as the option of the same name.
+    before every (re)start. Used alone, read C(sglang_server_<name>) as the option of that name,
+    C(sglang_server_preflight_ignore) as O(ignore), C(sglang_server_preflight_gpu_memory_threshold_mib) as
+    O(gpu_memory_threshold_mib), and C(--tp)/C(--pp) in C(sglang_server_args) as O(tp)/O(pp).
 options:
   model_path:
     description:

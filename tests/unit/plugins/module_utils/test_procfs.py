@@ -240,7 +240,7 @@ def test_conflicts(bound, host, expected):
 def test_host_addresses(monkeypatch):
     assert procfs.host_addresses('127.0.0.1') == ['127.0.0.1']
     assert procfs.host_addresses('::0001') == ['::1']
-    assert procfs.host_addresses('') == ['0.0.0.0']
+    assert procfs.host_addresses('') == ['0.0.0.0', '::']
     assert '127.0.0.1' in procfs.host_addresses('localhost')
 
     def unknown(*args):

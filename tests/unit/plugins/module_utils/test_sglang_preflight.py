@@ -30,7 +30,7 @@ class FakeSystem(pf.System):
         self.tmp = str(tmp_path)
         self.proc = str(tmp_path / 'proc')
         os.makedirs(os.path.join(self.proc, 'net'))
-        self.tcp = [TCP_HEADER]
+        self.tcp = {'tcp': [TCP_HEADER], 'tcp6': [TCP_HEADER]}
         self.write_tcp()
         self.modes = {}
         self.read_only = set()
@@ -100,13 +100,15 @@ class FakeSystem(pf.System):
             os.symlink('socket:[%d]' % inode, os.path.join(directory, 'fd', str(fd)))
 
     def listen(self, address_hex, port, inode):
-        self.tcp.append('%4d: %s:%04X 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 %d 1 0 100 0 0 10 0\n'
-                        % (len(self.tcp) - 1, address_hex, port, inode))
+        table = self.tcp['tcp' if len(address_hex) == 8 else 'tcp6']
+        table.append('%4d: %s:%04X %s:0000 0A 00000000:00000000 00:00000000 00000000 0 0 %d 1 0 100 0 0 10 0\n'
+                     % (len(table) - 1, address_hex, port, '0' * len(address_hex), inode))
         self.write_tcp()
 
     def write_tcp(self):
-        with open(os.path.join(self.proc, 'net', 'tcp'), 'w') as handle:
-            handle.write(''.join(self.tcp))
+        for name, lines in self.tcp.items():
+            with open(os.path.join(self.proc, 'net', name), 'w') as handle:
+                handle.write(''.join(lines))
 
 
 @pytest.fixture
@@ -408,6 +410,15 @@ def test_port_on_another_address_is_free(system):
     system.listen('0500000A', 30000, 901)    # 10.0.0.5
     assert run(system, **NO_GPU_CHECKS)['problems'] == []
     assert len(run(system, host='0.0.0.0', **NO_GPU_CHECKS)['problems']) == 1
+
+
+def test_port_for_every_address(system):
+    system.process(77, ['python', 'local.py'], sockets=[901])
+    system.listen('00000000000000000000000001000000', 30000, 901)    # ::1
+    assert run(system, host='0.0.0.0', **NO_GPU_CHECKS)['problems'] == []
+    assert run(system, host='', **NO_GPU_CHECKS)['problems'] == [
+        'port 30000 on all addresses is held by PID 77 (python local.py) listening on ::1; free it or set '
+        'sglang_server_port']
 
 
 @pytest.mark.parametrize('port', [0, 65536])
