@@ -264,18 +264,19 @@ def check_gpu_clean(facts, needed, processes, threshold):
               % ('GPU %d' % used[0] if len(used) == 1 else 'GPUs %s' % ', '.join(str(i) for i in used), threshold))
 
 
-def check_port(port, host, holders):
+def check_port(port, host, holders, as_root=True):
     """The port is free on host, or held only by the server itself. holders: procfs.listeners()
-    entries with 'own' added."""
+    entries with 'own' added. as_root: whether every process's descriptors could be read."""
     if not 1 <= port <= 65535:
         return failed(['port %d is not a TCP port (1-65535); set sglang_server_port to a free port' % port])
     foreign = [holder for holder in holders if not holder['own']]
     if foreign:
         named = []
+        unseen = 'in another PID namespace, a container?' if as_root else 'run this as root to name it'
         for holder in foreign:
             where = '' if holder['address'] == host else ' listening on %s' % holder['address']
             if holder['pid'] is None:
-                named.append('a process this module cannot see%s (run it as root to name it)' % where)
+                named.append('a process this module cannot see%s (%s)' % (where, unseen))
             else:
                 command = one_line(holder['cmdline']) or 'command line not visible'
                 named.append('PID %d (%s)%s' % (holder['pid'], command, where))
@@ -401,7 +402,7 @@ def port_result(options, own, system):
     holders = procfs.listeners(port, addresses, system.proc) if 1 <= port <= 65535 else []
     for holder in holders:
         holder['own'] = holder['pid'] in own
-    return check_port(port, host or 'all addresses', holders), holders
+    return check_port(port, host or 'all addresses', holders, system.geteuid() == 0), holders
 
 
 def preflight(options, gpu_facts=None, system=None):

@@ -391,8 +391,11 @@ def test_port_held_through_a_wildcard_by_several(system):
                                   'sglang_server_port']
     unseen = run(system, port=31000, **NO_GPU_CHECKS)
     assert unseen['problems'] == ['port 31000 on 127.0.0.1 is held by a process this module cannot see listening on '
-                                  '0.0.0.0 (run it as root to name it); free it or set sglang_server_port']
+                                  '0.0.0.0 (in another PID namespace, a container?); free it or set sglang_server_port']
     assert unseen['port_holders'] == [{'pid': None, 'cmdline': '', 'address': '0.0.0.0', 'own': False}]
+    system.euid = ALICE
+    assert run(system, port=31000, **NO_GPU_CHECKS)['problems'][0].endswith(
+        '0.0.0.0 (run this as root to name it); free it or set sglang_server_port')
 
 
 def test_port_held_by_the_server_itself(system):
