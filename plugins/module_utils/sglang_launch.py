@@ -1,0 +1,312 @@
+# -*- coding: utf-8 -*-
+# Copyright: inferops.gpu contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Start, watch and stop an SGLang server: as a systemd unit, or as a process group of our own.
+
+Both managers answer the same questions: which PIDs make up the server now, is the server we
+started still alive (and if not, how did it end), and stop everything it started. SGLang's
+scheduler ranks are child processes, and orphans keep GPU memory, so "the server" is always the
+whole tree (the unit's cgroup, or the process group plus descendants), never just the main PID.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import time
+
+from ansible_collections.inferops.gpu.plugins.module_utils import procfs
+
+_SHOW_PROPERTIES = ('MainPID', 'ActiveState', 'SubState', 'Result', 'ExecMainCode', 'ExecMainStatus',
+                    'ControlGroup', 'InvocationID', 'NRestarts', 'LoadState')
+_SIGNAL_NAMES = dict((getattr(signal, n), n) for n in dir(signal) if n.startswith('SIG') and not n.startswith('SIG_'))
+
+
+class LaunchError(Exception):
+    """The server could not be started or stopped at all (not a failed start: that is the log's job)."""
+
+
+def describe_exit(code=None, sig=None):
+    if sig:
+        return 'killed by signal %s' % _SIGNAL_NAMES.get(sig, sig)
+    return 'exited with status %s' % code
+
+
+def _wait_gone(pids, alive, timeout, clock, sleep):
+    end = clock() + timeout
+    remaining = [p for p in pids if alive(p)]
+    while remaining and clock() < end:
+        sleep(0.1)
+        remaining = [p for p in remaining if alive(p)]
+    return remaining
+
+
+def spawn(argv, env, cwd, log_fd):
+    """Fork and exec `argv` as the leader of a new session, output to `log_fd`; returns its PID.
+
+    run_command waits for its command to end, so a server cannot be started through it; this is
+    the fork/exec it would do, without the wait. An exec failure comes back through a pipe that
+    closes on a successful exec, so a missing binary fails here, not as a silent exit later.
+    """
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child execs or exits)
+        try:
+            os.close(read_end)
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(log_fd, 1)
+            os.dup2(log_fd, 2)
+            os.set_inheritable(1, True)
+            os.set_inheritable(2, True)
+            os.closerange(3, write_end)
+            os.closerange(write_end + 1, 65536)
+            os.set_inheritable(write_end, False)
+            if cwd:
+                os.chdir(cwd)
+            os.execvpe(argv[0], argv, env)
+        except BaseException as exc:  # pylint: disable=broad-except
+            os.write(write_end, ('%s' % exc).encode('utf-8', 'replace'))
+        finally:
+            os._exit(127)
+    os.close(write_end)
+    chunks = []
+    while True:
+        data = os.read(read_end, 4096)
+        if not data:
+            break
+        chunks.append(data)
+    os.close(read_end)
+    if chunks:
+        os.waitpid(pid, 0)
+        raise LaunchError('cannot run %s: %s' % (argv[0], b''.join(chunks).decode('utf-8', 'replace')))
+    return pid
+
+
+class ProcessManager:
+    """A command line in its own session (process group = its PID), output appended to the log.
+
+    The pidfile holds "PID STARTTIME" so a recycled PID is never mistaken for the server.
+    """
+
+    def __init__(self, pidfile, command=None, environment=None, chdir=None, log_path=None, proc='/proc',
+                 kill=os.kill, clock=time.monotonic, sleep=time.sleep):
+        self.pidfile = pidfile
+        self.command = command
+        self.environment = environment or {}
+        self.chdir = chdir
+        self.log_path = log_path
+        self.proc = proc
+        self.kill = kill
+        self.clock = clock
+        self.sleep = sleep
+        self.child = None
+        self.exit_status = None
+
+    def _recorded(self):
+        try:
+            with open(self.pidfile) as handle:
+                fields = handle.read().split()
+            return int(fields[0]), int(fields[1])
+        except (IOError, OSError, ValueError, IndexError):
+            return None, None
+
+    def main_pid(self):
+        pid, starttime = self._recorded()
+        if pid is None or not procfs.alive(pid, self.proc):
+            return None
+        entry = procfs.process_table(self.proc).get(pid)
+        if entry is None or entry.starttime != starttime:
+            return None
+        return pid
+
+    def pids(self):
+        """The leader's group and descendants, and the group's orphans after the leader died."""
+        pid, starttime = self._recorded()
+        if pid is None:
+            return []
+        table = procfs.process_table(self.proc)
+        leader = table.get(pid)
+        members = set(procfs.group(table, pid))
+        if leader is not None and leader.starttime == starttime and leader.state != 'Z':
+            members.update(procfs.tree(table, pid))
+        return sorted(p for p in members if table[p].state != 'Z')
+
+    def start(self):
+        env = dict(os.environ)
+        env.update(self.environment)
+        fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
+        try:
+            pid = spawn(self.command, env, self.chdir, fd)
+        finally:
+            os.close(fd)
+        self.child = pid
+        self.exit_status = None
+        entry = procfs.process_table(self.proc).get(pid)
+        with open(self.pidfile, 'w') as handle:
+            handle.write('%d %d\n' % (pid, entry.starttime if entry else 0))
+        return pid
+
+    def attach(self):
+        """Watch the recorded server (nothing to remember: the pidfile names it)."""
+
+    def _reap(self):
+        """Our own child's exit status, once (it would stay a zombie otherwise)."""
+        if self.child is not None and self.exit_status is None:
+            try:
+                pid, status = os.waitpid(self.child, os.WNOHANG)
+            except OSError:
+                return None
+            if pid:
+                self.exit_status = status
+        return self.exit_status
+
+    def status(self):
+        """(alive, how it ended) of the server this manager started, or of the recorded one."""
+        if self.child is not None:
+            status = self._reap()
+            if status is None:
+                return True, None
+            if os.WIFSIGNALED(status):
+                return False, describe_exit(sig=os.WTERMSIG(status))
+            return False, describe_exit(code=os.WEXITSTATUS(status))
+        return (True, None) if self.main_pid() else (False, 'not running')
+
+    def stop(self, timeout):
+        """SIGTERM to the group and tree, SIGKILL after `timeout`; returns (stopped pids, survivors)."""
+        pids = self.pids()
+        pid, dummy = self._recorded()
+        self._signal_all(pid, pids, signal.SIGTERM)
+        alive = self._alive
+        survivors = _wait_gone(pids, alive, timeout, self.clock, self.sleep)
+        if survivors:
+            self._signal_all(pid, survivors, signal.SIGKILL)
+            survivors = _wait_gone(survivors, alive, 10, self.clock, self.sleep)
+        if not survivors:
+            try:
+                os.unlink(self.pidfile)
+            except OSError:
+                pass
+        return pids, survivors
+
+    def _alive(self, pid):
+        if pid == self.child:
+            self._reap()
+        return procfs.alive(pid, self.proc)
+
+    def _signal_all(self, leader, pids, sig):
+        targets = ([-leader] if leader else []) + list(pids)
+        for target in targets:
+            try:
+                self.kill(target, sig)
+            except OSError as exc:
+                if exc.errno not in (errno.ESRCH, errno.EPERM):
+                    raise
+
+
+class SystemdManager:
+    """A unit the role wrote. `run` is a bounded run_command (argv -> rc, out, err)."""
+
+    def __init__(self, unit, run, cgroup_root='/sys/fs/cgroup', proc='/proc', clock=time.monotonic,
+                 sleep=time.sleep):
+        self.unit = unit
+        self.run = run
+        self.cgroup_root = cgroup_root
+        self.proc = proc
+        self.clock = clock
+        self.sleep = sleep
+        self.invocation = None
+        self.restarts = None
+
+    def show(self):
+        rc, out, err = self.run(['systemctl', 'show', self.unit, '--property=' + ','.join(_SHOW_PROPERTIES)])
+        if rc != 0:
+            raise LaunchError('systemctl show %s failed: %s' % (self.unit, (err or out).strip()))
+        props = {}
+        for line in out.splitlines():
+            key, sep, value = line.partition('=')
+            if sep:
+                props[key] = value
+        if props.get('LoadState') == 'not-found':
+            raise LaunchError('the unit %s does not exist (the sglang_server role writes it)' % self.unit)
+        return props
+
+    def _cgroup_pids(self, cgroup):
+        pids = set()
+        if not cgroup:
+            return pids
+        for root in (self.cgroup_root, os.path.join(self.cgroup_root, 'systemd'), os.path.join(self.cgroup_root, 'unified')):
+            top = root + cgroup
+            for dirpath, dummy, files in os.walk(top):
+                if 'cgroup.procs' in files:
+                    try:
+                        with open(os.path.join(dirpath, 'cgroup.procs')) as handle:
+                            pids.update(int(x) for x in handle.read().split())
+                    except (IOError, OSError, ValueError):
+                        pass
+            if pids:
+                break
+        return pids
+
+    def pids(self, props=None):
+        props = props or self.show()
+        pids = self._cgroup_pids(props.get('ControlGroup'))
+        main = int(props.get('MainPID') or 0)
+        if not pids and main:
+            pids = set(procfs.tree(procfs.process_table(self.proc), main))
+        return sorted(p for p in pids if procfs.alive(p, self.proc))
+
+    def main_pid(self):
+        props = self.show()
+        main = int(props.get('MainPID') or 0)
+        return main if main and props.get('ActiveState') in ('active', 'activating', 'reloading') else None
+
+    def start(self):
+        self.run(['systemctl', 'reset-failed', self.unit])  # a start limit hit by an earlier failure
+        rc, out, err = self.run(['systemctl', 'start', self.unit])
+        props = self.show()
+        if rc != 0:
+            raise LaunchError('systemctl start %s failed (%s): %s' % (self.unit, self._ended(props), (err or out).strip()))
+        self.invocation = props.get('InvocationID')
+        self.restarts = props.get('NRestarts')
+        return int(props.get('MainPID') or 0)
+
+    def attach(self):
+        """Watch the run in progress: a restart by systemd from here on counts as an exit."""
+        props = self.show()
+        self.invocation = props.get('InvocationID')
+        self.restarts = props.get('NRestarts')
+
+    @staticmethod
+    def _ended(props):
+        code = props.get('ExecMainCode')
+        status = props.get('ExecMainStatus')
+        if code in ('2', '3'):  # CLD_KILLED, CLD_DUMPED
+            return describe_exit(sig=int(status or 0))
+        if props.get('Result') not in (None, '', 'success') or status not in (None, '', '0'):
+            return '%s, result %s' % (describe_exit(code=status), props.get('Result'))
+        return describe_exit(code=status or 0)
+
+    def status(self):
+        props = self.show()
+        active = props.get('ActiveState')
+        if (active in ('active', 'activating', 'reloading') and props.get('SubState') != 'auto-restart'
+                and int(props.get('MainPID') or 0)
+                and (self.invocation is None or props.get('InvocationID') == self.invocation)
+                and (self.restarts is None or props.get('NRestarts') == self.restarts)):
+            return True, None
+        if self.invocation is None and active not in ('failed',) and not int(props.get('MainPID') or 0):
+            return False, 'not running'
+        return False, self._ended(props)
+
+    def stop(self, timeout):
+        props = self.show()
+        pids = self.pids(props)
+        # systemd's TimeoutStopSec escalates to SIGKILL of the cgroup; give it that long plus a margin.
+        rc, out, err = self.run(['systemctl', 'stop', self.unit], timeout=timeout + 30)
+        if rc != 0:
+            raise LaunchError('systemctl stop %s failed: %s' % (self.unit, (err or out).strip()))
+        survivors = _wait_gone(pids, lambda p: procfs.alive(p, self.proc), 10, self.clock, self.sleep)
+        return pids, survivors

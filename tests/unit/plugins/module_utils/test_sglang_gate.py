@@ -1,0 +1,153 @@
+# -*- coding: utf-8 -*-
+# Copyright: inferops.gpu contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The gate's decisions, driven by a scripted server on a fake clock."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang_gate import Gate
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang_probe import Probe
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang_watch import LogFollower, ProgressFile
+
+GENERATE_OK = json.dumps({'text': ' Paris', 'meta_info': {'completion_tokens': 8}})
+MODELS_OK = json.dumps({'data': [{'id': 'm'}]})
+
+
+class Script:
+    """A server whose log, port, process and HTTP answers follow a timeline on a fake clock."""
+
+    def __init__(self, tmp_path, timeline, exit_at=None, port_at=None, health_ok_at=None):
+        self.now = 0.0
+        self.log = tmp_path / 'server.log'
+        self.log.write_text('earlier run\n')
+        self.timeline = sorted(timeline)  # [(time, line)]
+        self.exit_at = exit_at
+        self.port_at = port_at
+        self.health_ok_at = health_ok_at
+
+    def clock(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+        time.sleep(0.001)  # let the probe thread run
+        while self.timeline and self.timeline[0][0] <= self.now:
+            with open(str(self.log), 'a') as handle:
+                handle.write(self.timeline.pop(0)[1] + '\n')
+
+    def status(self):
+        if self.exit_at is not None and self.now >= self.exit_at:
+            return False, 'exited with status 1'
+        return True, None
+
+    def port_open(self, host, port):
+        return self.port_at is not None and self.now >= self.port_at
+
+    def http(self, method, url, headers, body, timeout):
+        if not self.port_open(None, None):
+            return None, '', 'Connection refused'
+        path = url.split(':30000', 1)[1]
+        if path == '/health_generate':
+            return (200 if self.health_ok_at is not None and self.now >= self.health_ok_at else 503), '', None
+        return 200, {'/generate': GENERATE_OK, '/v1/models': MODELS_OK, '/model_info': '{}'}[path], None
+
+    def gate(self, timeout=60, stall_timeout=10, **kwargs):
+        return Gate(self, LogFollower(str(self.log)), Probe(self.http, '127.0.0.1', 30000),
+                    ProgressFile(str(self.log) + '.progress', clock=self.clock), '127.0.0.1', 30000,
+                    timeout=timeout, stall_timeout=stall_timeout, poll_interval=0.2, clock=self.clock,
+                    sleep=self.sleep, is_port_open=self.port_open, **kwargs)
+
+
+HEALTHY = [(0.1, "server_args=ServerArgs(model_path='/m')"), (0.5, 'Load weight begin. avail mem=90 GB'),
+           (3.0, 'INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)'),
+           (5.0, 'The server is fired up and ready to roll!')]
+
+
+def test_a_healthy_start_is_ready_right_after_the_ready_line(tmp_path):
+    script = Script(tmp_path, HEALTHY, port_at=3.0, health_ok_at=5.0)
+    result = script.gate().run()
+    assert result['ready'] and result['phase'] == 'ready'
+    assert result['port_open_seconds'] == 3.0
+    assert 5.0 <= result['startup_seconds'] <= 5.5
+    assert result['sample']['completion_tokens'] == 8
+    assert 'earlier run' not in result['log_tail']
+
+
+def test_an_open_port_and_answering_models_during_warmup_are_not_ready(tmp_path):
+    # Port open, /v1/models 200, /health_generate 503 forever: a TCP or /v1/models probe would pass here.
+    script = Script(tmp_path, HEALTHY[:3], port_at=3.0, health_ok_at=None)
+    result = script.gate(timeout=20).run()
+    assert not result['ready'] and result['cause'] == 'timeout'
+    assert '503' in result['msg'] and 'phase warmup' in result['msg']
+
+
+def test_health_200_without_the_ready_line_is_not_ready(tmp_path):
+    script = Script(tmp_path, HEALTHY[:3], port_at=3.0, health_ok_at=3.0)
+    result = script.gate(timeout=10).run()
+    assert not result['ready'] and 'ready to roll' in result['msg']
+
+
+def test_an_exit_fails_at_once_with_the_cause_from_the_log(tmp_path):
+    lines = [(0.1, "server_args=ServerArgs(model_path='/m')"),
+             (0.4, 'CRITICAL WARNING: PyTorch 2.9.1 & CuDNN Compatibility Issue Detected'),
+             (0.5, 'Or you can disable this check by setting env var SGLANG_DISABLE_CUDNN_CHECK=1')]
+    script = Script(tmp_path, lines, exit_at=0.5)
+    result = script.gate().run()
+    assert result['cause'] == 'cudnn_guard' and 'SGLANG_DISABLE_CUDNN_CHECK=1' in result['fix']
+    assert result['startup_seconds'] <= 0.8
+    assert 'exited with status 1' in result['msg']
+
+
+def test_an_exit_with_an_unknown_message_fails_at_once_with_the_tail(tmp_path):
+    script = Script(tmp_path, [(0.1, 'server_args=ServerArgs()'), (2.9, 'something nobody knows')], exit_at=3.0)
+    result = script.gate(timeout=600, stall_timeout=600).run()
+    assert result['cause'] == 'unknown' and result['startup_seconds'] <= 3.3
+    assert result['log_tail'][-1] == 'something nobody knows'
+
+
+def test_a_fatal_line_fails_while_the_process_still_lives(tmp_path):
+    lines = [(0.1, 'server_args=ServerArgs()'),
+             (1.0, '[TP2] Scheduler hit an exception: Traceback (most recent call last):'),
+             (1.1, 'RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.')]
+    script = Script(tmp_path, lines)
+    result = script.gate().run()
+    assert result['cause'] == 'kv_pool_oom' and 'still running' in result['msg']
+    assert 1.5 <= result['startup_seconds'] <= 2.0
+
+
+def test_a_silent_hang_before_the_port_opens_is_a_stall(tmp_path):
+    script = Script(tmp_path, [(0.1, 'server_args=ServerArgs()'), (1.0, 'Init torch distributed begin.')])
+    result = script.gate(stall_timeout=5).run()
+    assert result['cause'] == 'stalled' and 'NCCL_P2P_DISABLE=1' in result['fix']
+    assert 6.0 <= result['startup_seconds'] <= 6.5
+
+
+def test_a_quiet_log_after_the_port_opened_is_not_a_stall(tmp_path):
+    script = Script(tmp_path, HEALTHY[:3] + [(40.0, 'The server is fired up and ready to roll!')],
+                    port_at=3.0, health_ok_at=40.0)
+    result = script.gate(stall_timeout=5).run()
+    assert result['ready']
+
+
+def test_the_deadline_ends_a_start_that_keeps_logging(tmp_path):
+    lines = [(t / 2.0, 'Loading safetensors checkpoint shards: %d%%' % t) for t in range(1, 100)]
+    script = Script(tmp_path, lines)
+    result = script.gate(timeout=30, stall_timeout=5).run()
+    assert result['cause'] == 'timeout' and 30 <= result['startup_seconds'] <= 30.3
+    assert result['phase'] == 'loading'
+
+
+def test_a_follower_node_is_decided_by_its_log(tmp_path):
+    script = Script(tmp_path, HEALTHY, port_at=3.0, health_ok_at=None)
+    result = script.gate(do_probe=False).run()
+    assert result['ready'] and result['sample'] is None
+
+
+def test_progress_is_written_while_waiting(tmp_path):
+    script = Script(tmp_path, HEALTHY, port_at=3.0, health_ok_at=5.0)
+    script.gate().run()
+    progress = json.load(open(str(script.log) + '.progress'))
+    assert progress['state'] == 'ready' and progress['phase'] == 'ready'

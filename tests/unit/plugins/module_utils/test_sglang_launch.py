@@ -1,0 +1,168 @@
+# -*- coding: utf-8 -*-
+# Copyright: inferops.gpu contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Both managers: real process groups for `process`, recorded systemctl answers for `systemd`."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pytest
+
+from ansible_collections.inferops.gpu.plugins.module_utils import procfs
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang_launch import (
+    LaunchError, ProcessManager, SystemdManager, describe_exit,
+)
+
+# A "server" with two ranks; the ranks ignore SIGTERM like a rank stuck in a CUDA call.
+RANKS_IGNORING_TERM = (
+    "import os, signal, subprocess, sys, time\n"
+    "kids = [subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN); print(\"rank up\", flush=True); time.sleep(600)']) for _ in range(2)]\n"
+    "print('main up', flush=True)\n"
+    "time.sleep(600)\n"
+)
+
+
+def wait_for(predicate, seconds=10):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def manager(tmp_path):
+    mgr = ProcessManager(str(tmp_path / 'server.pid'), command=[sys.executable, '-c', RANKS_IGNORING_TERM],
+                         environment={'INFEROPS_PROBE': '1'}, chdir=str(tmp_path), log_path=str(tmp_path / 'server.log'))
+    yield mgr
+    for pid in mgr.pids():
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+
+
+def test_process_manager_runs_the_whole_tree_in_its_own_group_and_kills_it(manager, tmp_path):
+    pid = manager.start()
+    assert wait_for(lambda: open(str(tmp_path / 'server.log')).read().count('up') == 3)
+    assert os.getpgid(pid) == pid != os.getpgid(0)
+    pids = manager.pids()
+    assert len(pids) == 3 and pid in pids
+    assert manager.status() == (True, None)
+    assert oct(os.stat(str(tmp_path / 'server.log')).st_mode & 0o777) == '0o640'
+    started = time.monotonic()
+    stopped, survivors = manager.stop(timeout=1)
+    assert sorted(stopped) == pids and survivors == []
+    assert time.monotonic() - started < 5  # SIGKILL after the 1 s grace, not a hang
+    assert not any(procfs.alive(p) for p in pids)
+    assert not os.path.exists(str(tmp_path / 'server.pid'))
+
+
+def test_process_manager_reports_how_the_server_ended(tmp_path):
+    mgr = ProcessManager(str(tmp_path / 'p.pid'), command=[sys.executable, '-c', 'import sys; sys.exit(3)'],
+                         log_path=str(tmp_path / 'l.log'))
+    mgr.start()
+    assert wait_for(lambda: not mgr.status()[0])
+    assert mgr.status() == (False, 'exited with status 3')
+
+
+def test_a_fresh_manager_finds_the_server_through_the_pidfile_and_not_a_recycled_pid(manager, tmp_path):
+    pid = manager.start()
+    other = ProcessManager(manager.pidfile)
+    assert other.main_pid() == pid and other.status() == (True, None)
+    with open(manager.pidfile, 'w') as handle:
+        handle.write('%d 1\n' % pid)  # same PID, another start time: a recycled PID
+    assert other.main_pid() is None and other.status() == (False, 'not running')
+
+
+def test_a_missing_binary_is_a_launch_error(tmp_path):
+    mgr = ProcessManager(str(tmp_path / 'p.pid'), command=['/nonexistent/python'], log_path=str(tmp_path / 'l.log'))
+    with pytest.raises(LaunchError, match='/nonexistent/python'):
+        mgr.start()
+
+
+def test_describe_exit():
+    assert describe_exit(code=1) == 'exited with status 1'
+    assert describe_exit(sig=9) == 'killed by signal SIGKILL'
+
+
+SHOW_RUNNING = """MainPID={main}
+ActiveState=active
+SubState=running
+Result=success
+ExecMainCode=0
+ExecMainStatus=0
+ControlGroup=/system.slice/sglang-server.service
+InvocationID=aaa
+NRestarts=0
+LoadState=loaded
+"""
+SHOW_AUTO_RESTART = """MainPID=0
+ActiveState=activating
+SubState=auto-restart
+Result=exit-code
+ExecMainCode=1
+ExecMainStatus=1
+ControlGroup=/system.slice/sglang-server.service
+InvocationID=aaa
+NRestarts=0
+LoadState=loaded
+"""
+
+
+class Systemctl:
+    def __init__(self, shows, start_rc=0):
+        self.shows = list(shows)
+        self.start_rc = start_rc
+        self.calls = []
+
+    def __call__(self, argv, timeout=None):
+        self.calls.append(list(argv))
+        if argv[1] == 'show':
+            text = self.shows.pop(0) if len(self.shows) > 1 else self.shows[0]
+            return 0, text, ''
+        if argv[1] == 'start':
+            return self.start_rc, '', 'Job for sglang-server.service failed.' if self.start_rc else ''
+        return 0, '', ''
+
+
+def cgroup(tmp_path, pids):
+    root = tmp_path / 'cgroup'
+    unit = root / 'system.slice' / 'sglang-server.service'
+    unit.mkdir(parents=True)
+    (unit / 'cgroup.procs').write_text(''.join('%d\n' % p for p in pids))
+    return str(root)
+
+
+def test_systemd_manager_reads_the_cgroup_and_sees_an_auto_restart_as_an_exit(tmp_path):
+    me = os.getpid()
+    systemctl = Systemctl([SHOW_RUNNING.format(main=me), SHOW_RUNNING.format(main=me), SHOW_AUTO_RESTART])
+    mgr = SystemdManager('sglang-server.service', systemctl, cgroup_root=cgroup(tmp_path, [me]))
+    assert mgr.start() == me
+    assert ['systemctl', 'reset-failed', 'sglang-server.service'] in systemctl.calls
+    assert mgr.pids() == [me]
+    assert mgr.status() == (False, 'exited with status 1, result exit-code')
+
+
+def test_systemd_manager_sees_a_restart_by_systemd_as_an_exit(tmp_path):
+    me = os.getpid()
+    restarted = SHOW_RUNNING.format(main=me).replace('InvocationID=aaa', 'InvocationID=bbb').replace('NRestarts=0', 'NRestarts=1')
+    systemctl = Systemctl([SHOW_RUNNING.format(main=me), restarted])
+    mgr = SystemdManager('sglang-server.service', systemctl, cgroup_root=cgroup(tmp_path, [me]))
+    mgr.start()
+    assert mgr.status()[0] is False
+
+
+def test_systemd_manager_names_a_missing_unit_and_a_failed_start(tmp_path):
+    mgr = SystemdManager('nope.service', Systemctl(['LoadState=not-found\nActiveState=inactive\n']))
+    with pytest.raises(LaunchError, match='nope.service does not exist'):
+        mgr.start()
+    failed = SHOW_AUTO_RESTART.replace('SubState=auto-restart', 'SubState=failed').replace('activating', 'failed')
+    mgr = SystemdManager('sglang-server.service', Systemctl([failed], start_rc=1))
+    with pytest.raises(LaunchError, match='failed.*exited with status 1'):
+        mgr.start()

@@ -1,0 +1,137 @@
+# -*- coding: utf-8 -*-
+# Copyright: inferops.gpu contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The states: when to (re)start, what a failed start leaves behind, waiting for the GPUs."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang_ops import OperationFailed, Operations
+
+
+class Manager:
+    def __init__(self, running=True):
+        self.running = running
+        self.events = []
+
+    def main_pid(self):
+        return 100 if self.running else None
+
+    def pids(self):
+        return [100, 101] if self.running else []
+
+    def start(self):
+        self.events.append('start')
+        self.running = True
+
+    def stop(self, timeout):
+        self.events.append('stop')
+        pids, self.running = self.pids(), False
+        return pids, []
+
+
+class GateStub:
+    def __init__(self, ready=True):
+        self.ready = ready
+        self.log = type('Log', (), {'tail': []})()
+
+    def run(self):
+        if self.ready:
+            return {'ready': True, 'phase': 'ready', 'startup_seconds': 1.0}
+        return {'ready': False, 'phase': 'loading', 'cause': 'cuda_oom', 'msg': 'boom'}
+
+
+class ProbeStub:
+    sample = {'completion_tokens': 8}
+    served_model_name = 'm'
+    model_info = {}
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def ops(tmp_path, manager, ready=True, gate_ready=True, revision='r2', recorded='r1', gpu=None, check_mode=False):
+    if recorded is not None:
+        (tmp_path / 'revision').write_text(recorded + '\n')
+    clock = Clock()
+    gpu = gpu if gpu is not None else (lambda: None)
+    return Operations(manager, lambda attach: GateStub(gate_ready), lambda: (ready, None if ready else '503', ProbeStub()),
+                      gpu, str(tmp_path), check_mode=check_mode, revision=revision, gpu_release_timeout=5,
+                      clock=clock, sleep=clock.sleep)
+
+
+def test_started_leaves_a_ready_server_of_the_same_revision_alone(tmp_path):
+    manager = Manager()
+    result = ops(tmp_path, manager, revision='r1').started()
+    assert result['changed'] is False and result['ready'] and manager.events == []
+
+
+def test_started_restarts_on_another_revision_and_records_it(tmp_path):
+    manager = Manager()
+    result = ops(tmp_path, manager).started()
+    assert result['changed'] and result['action'] == 'restart' and manager.events == ['stop', 'start']
+    assert (tmp_path / 'revision').read_text() == 'r2\n'
+
+
+def test_check_mode_reports_the_restart_and_does_nothing(tmp_path):
+    manager = Manager()
+    result = ops(tmp_path, manager, check_mode=True).started()
+    assert result['changed'] and result['action'] == 'restart' and result['pids'] == [100, 101]
+    assert manager.events == [] and (tmp_path / 'revision').read_text() == 'r1\n'
+
+
+def test_a_failed_start_is_stopped_and_keeps_the_old_revision(tmp_path):
+    manager = Manager(running=False)
+    with pytest.raises(OperationFailed) as info:
+        ops(tmp_path, manager, gate_ready=False).started()
+    assert info.value.result['cause'] == 'cuda_oom' and info.value.result['msg'] == 'boom'
+    assert manager.events == ['start', 'stop'] and not manager.running
+    assert info.value.result['cleanup']['stopped_pids'] == [100, 101]
+    assert (tmp_path / 'revision').read_text() == 'r1\n'
+
+
+def test_a_running_but_unready_server_of_the_same_revision_is_waited_for_not_restarted(tmp_path):
+    manager = Manager()
+    result = ops(tmp_path, manager, ready=False, revision='r1').started()
+    assert result['ready'] and result['changed'] is False and manager.events == []
+
+
+def test_stopped_waits_for_the_gpu_memory_of_its_processes(tmp_path):
+    answers = [[{'pid': 101, 'gpu_index': 0, 'used_memory_mib': 2048}, {'pid': 7, 'gpu_index': 1}],
+               [{'pid': 7, 'gpu_index': 1}]]
+    result = ops(tmp_path, Manager(), gpu=lambda: answers.pop(0)).stopped()
+    assert result['changed'] and result['gpu_release'] == {'checked': True, 'holders': []}
+    assert answers == []
+
+
+def test_stopped_names_the_pids_that_keep_gpu_memory(tmp_path):
+    holder = [{'pid': 101, 'gpu_index': 3, 'used_memory_mib': 2048}]
+    with pytest.raises(OperationFailed) as info:
+        ops(tmp_path, Manager(), gpu=lambda: holder).stopped()
+    assert 'PID 101 on GPU 3 (2048 MiB)' in info.value.result['msg']
+    assert info.value.result['cause'] == 'gpu_not_released'
+
+
+def test_stopped_on_a_stopped_server_changes_nothing(tmp_path):
+    manager = Manager(running=False)
+    assert ops(tmp_path, manager).stopped()['changed'] is False and manager.events == []
+
+
+def test_healthy_fails_on_a_stopped_or_unready_server(tmp_path):
+    with pytest.raises(OperationFailed, match='not running'):
+        ops(tmp_path, Manager(running=False)).healthy()
+    with pytest.raises(OperationFailed, match='not ready: 503'):
+        ops(tmp_path, Manager(), ready=False).healthy()
+    assert ops(tmp_path, Manager()).healthy()['ready']
+    assert not os.path.exists(str(tmp_path / 'progress.json'))

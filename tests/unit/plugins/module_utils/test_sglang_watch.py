@@ -1,0 +1,111 @@
+# -*- coding: utf-8 -*-
+# Copyright: inferops.gpu contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Deadline and stall arithmetic, the log follower, phases and the progress file."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang_watch import (
+    Deadline, LogFollower, ProgressFile, StallTimer, last_start_offset, phase_of,
+)
+
+
+class Clock:
+    def __init__(self, now=1000.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+def test_deadline_clamps_every_probe_to_what_remains():
+    clock = Clock()
+    deadline = Deadline(30, clock)
+    assert deadline.clamp(25) == 25
+    clock.now += 20
+    assert deadline.remaining() == 10 and deadline.clamp(25) == 10 and not deadline.expired()
+    clock.now += 10
+    assert deadline.expired() and deadline.clamp(25) == 0.05  # never a zero/negative socket timeout
+
+
+def test_stall_timer_counts_from_the_last_growth():
+    clock = Clock()
+    stall = StallTimer(5, clock)
+    clock.now += 4.9
+    assert not stall.stalled()
+    stall.grew()
+    clock.now += 4.9
+    assert not stall.stalled()
+    clock.now += 0.1
+    assert stall.stalled() and stall.quiet_for() == 5.0
+
+
+def test_follower_reads_complete_lines_from_where_the_start_began(tmp_path):
+    log = tmp_path / 'server.log'
+    log.write_text('old run line\n')
+    follower = LogFollower(str(log))
+    assert follower.read_new() == []
+    with open(str(log), 'a') as handle:
+        handle.write('\x1b[32mfirst\x1b[0m\nsecond without newline')
+    assert follower.read_new() == ['first']
+    with open(str(log), 'a') as handle:
+        handle.write(' yet\n')
+    assert follower.read_new() == ['second without newline yet']
+    assert follower.last_line == 'second without newline yet'
+
+
+def test_follower_restarts_after_copytruncate_and_replacement(tmp_path):
+    log = tmp_path / 'server.log'
+    log.write_text('a\nb\n')
+    follower = LogFollower(str(log), offset=0)
+    assert follower.read_new() == ['a', 'b']
+    log.write_text('c\n')  # truncated then written: shorter than the offset
+    assert follower.read_new() == ['c']
+    os.rename(str(log), str(tmp_path / 'server.log.1'))
+    log.write_text('d\n')
+    assert follower.read_new() == ['d']
+
+
+def test_follower_keeps_the_last_redraw_of_a_progress_bar_and_masks_secrets(tmp_path):
+    log = tmp_path / 'server.log'
+    log.write_text('')
+    follower = LogFollower(str(log), tail_lines=2, secrets=['k3y'])
+    with open(str(log), 'a') as handle:
+        handle.write('Loading: 10%\rLoading: 50%\rLoading: 100%\n')
+        handle.write("server_args=ServerArgs(api_key='k3y')\nkey k3y\n")
+    assert follower.read_new() == ['Loading: 100%', "server_args=ServerArgs(api_key='********')", 'key ********']
+    assert list(follower.tail) == ["server_args=ServerArgs(api_key='********')", 'key ********']
+
+
+def test_last_start_offset_finds_the_last_start_across_chunks(tmp_path):
+    log = tmp_path / 'server.log'
+    first = "x server_args=ServerArgs(a)\n" + 'filler\n' * 50
+    second = "y server_args=ServerArgs(b)\nready\n"
+    log.write_text(first + second)
+    assert last_start_offset(str(log), chunk=16) == len(first)
+    assert last_start_offset(str(tmp_path / 'missing.log')) == 0
+
+
+def test_phases_only_move_forward():
+    assert phase_of('starting', ['[2026] server_args=ServerArgs(...)']) == 'process_up'
+    assert phase_of('process_up', ['Load weight begin. avail mem=93 GB']) == 'loading'
+    assert phase_of('loading', ['some later line']) == 'loading'
+    assert phase_of('loading', [], port_open=True) == 'warmup'
+    assert phase_of('warmup', ['Load weight begin']) == 'warmup'
+
+
+def test_progress_file_is_throttled_but_phase_changes_are_written_at_once(tmp_path):
+    clock = Clock()
+    path = str(tmp_path / 'progress.json')
+    progress = ProgressFile(path, every=1.0, clock=clock, wall=lambda: 42.0)
+    assert progress.update('running', 'loading', 1.0, 'line 1')
+    clock.now += 0.5
+    assert not progress.update('running', 'loading', 1.5, 'line 2')
+    assert progress.update('running', 'warmup', 1.5, 'line 3')
+    data = json.load(open(path))
+    assert data == {'state': 'running', 'phase': 'warmup', 'elapsed': 1.5, 'last_line': 'line 3', 'updated': 42.0}
+    assert oct(os.stat(path).st_mode & 0o777) == '0o640'
+    assert os.listdir(str(tmp_path)) == ['progress.json']

@@ -1,0 +1,157 @@
+# -*- coding: utf-8 -*-
+# Copyright: inferops.gpu contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The module end to end, in-process, against the real SGLang stand-in (tests/fixtures/sglang_standin)
+run by the `process` manager: real processes, a real log, real HTTP."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+
+import pytest
+
+from module_harness import invoke, patch_exits
+
+from ansible_collections.inferops.gpu.plugins.module_utils import procfs
+from ansible_collections.inferops.gpu.plugins.modules import sglang_server
+
+STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'sglang_standin')
+
+
+def free_port():
+    sock = socket.socket()
+    sock.bind(('127.0.0.1', 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+@pytest.fixture
+def server(tmp_path, monkeypatch):
+    patch_exits(monkeypatch)
+    port = free_port()
+    model = tmp_path / 'model'
+    model.mkdir()
+    base = {
+        'manager': 'process', 'log_path': str(tmp_path / 'log' / 'server.log'), 'port': port,
+        'command': [sys.executable, '-m', 'sglang.launch_server', '--model-path', str(model), '--port', str(port),
+                    '--tp', '2', '--served-model-name', 'standin'],
+        'environment': {'PYTHONPATH': os.path.abspath(STANDIN), 'SGLANG_STANDIN_LOAD_SECONDS': '0.6',
+                        'SGLANG_STANDIN_WARMUP_SECONDS': '0.3', 'SGLANG_STANDIN_GPU': '0',
+                        'SGLANG_STANDIN_FAULT_FILE': str(tmp_path / 'fault')},
+        'served_model_name': 'standin', 'stall_timeout': 20, 'timeout': 60,
+    }
+    (tmp_path / 'log').mkdir()
+    state = {'base': base, 'tmp': tmp_path}
+
+    def run(**overrides):
+        args = dict(base)
+        env = dict(base['environment'])
+        env.update(overrides.pop('env', {}))
+        args['environment'] = env
+        args.update(overrides)
+        return invoke(sglang_server, args)
+    state['run'] = run
+    yield state
+    invoke(sglang_server, dict(base, state='stopped'))
+
+
+def tree_gone(pids):
+    return not any(procfs.alive(p) for p in pids)
+
+
+def test_start_is_gated_on_generation_and_a_second_start_changes_nothing(server):
+    result = server['run'](revision='r1')
+    assert result['ready'] and result['changed'] and result['action'] == 'start'
+    assert result['sample']['completion_tokens'] >= 1 and result['served_model_name'] == 'standin'
+    assert result['port_open_seconds'] is not None and result['port_open_seconds'] <= result['startup_seconds']
+    assert len(result['pids']) >= 1
+    again = server['run'](revision='r1')
+    assert again['changed'] is False and again['ready'] and again['pids'] == result['pids']
+    assert server['run'](state='healthy')['ready']
+
+
+def test_another_revision_restarts_and_stop_leaves_nothing(server):
+    first = server['run'](revision='r1')
+    second = server['run'](revision='r2')
+    assert second['changed'] and second['action'] == 'restart'
+    assert set(second['stopped_before']) == set(first['pids']) and tree_gone(first['pids'])
+    stopped = server['run'](state='stopped')
+    assert stopped['changed'] and tree_gone(second['pids'])
+    assert server['run'](state='stopped')['changed'] is False
+
+
+@pytest.mark.parametrize('fault,cause', [
+    ('cudnn_guard', 'cudnn_guard'), ('abi', 'abi_mismatch'), ('rank_crash', 'rank_crash'),
+    ('kv_oom', 'kv_pool_oom'), ('exit_unknown', 'unknown'), ('crash_after_ready', 'rank_crash'),
+])
+def test_each_scripted_failure_fails_fast_with_its_cause_and_leaves_nothing(server, fault, cause):
+    (server['tmp'] / 'fault').write_text(fault + '\n')
+    started = time.monotonic()
+    result = server['run'](env={'SGLANG_STANDIN_FAULT_DELAY': '1'})
+    took = time.monotonic() - started
+    assert result['failed'] and result['cause'] == cause, result['msg']
+    assert took < 10, took
+    assert result['fix'] and result['log_tail']
+    assert tree_gone(result['pids'] + result['cleanup']['stopped_pids'])
+    assert not os.path.exists(os.path.join(str(server['tmp']), 'log', 'revision'))
+
+
+def test_a_silent_hang_fails_on_the_stall_timer(server):
+    (server['tmp'] / 'fault').write_text('hang\n')
+    started = time.monotonic()
+    result = server['run'](stall_timeout=2)
+    assert result['cause'] == 'stalled' and time.monotonic() - started < 8
+    assert tree_gone(result['cleanup']['stopped_pids'])
+
+
+def test_503_forever_ends_at_the_deadline_naming_the_health_answer(server):
+    (server['tmp'] / 'fault').write_text('unhealthy\n')
+    result = server['run'](timeout=5)
+    assert result['cause'] == 'timeout' and '503' in result['msg'] and result['phase'] == 'warmup'
+
+
+def test_a_taken_port_is_named(server):
+    holder = socket.socket()
+    holder.bind(('127.0.0.1', server['base']['port']))
+    holder.listen(1)
+    try:
+        result = server['run'](timeout=20)
+    finally:
+        holder.close()
+    assert result['cause'] == 'port_in_use'
+
+
+def test_the_api_key_is_used_and_never_shown(server):
+    key = 'sk-inferops-secret-123'
+    config = server['tmp'] / 'server.yaml'
+    config.write_text('api-key: %s\n' % key)
+    command = server['base']['command'] + ['--config', str(config)]
+    result = server['run'](command=command, api_key=key)
+    assert result['ready']
+    assert key not in repr(result)
+    with open(server['base']['log_path']) as handle:
+        assert key in handle.read()  # the server echoes it: that is why the role keeps the log 0640
+    unauthorized = server['run'](state='healthy', api_key='wrong')
+    assert unauthorized['failed'] and '401' in unauthorized['msg']
+
+
+def test_check_mode_starts_nothing(server, tmp_path):
+    result = server['run'](_ansible_check_mode=True)
+    assert result['changed'] and result['action'] == 'start'
+    assert not os.path.exists(str(tmp_path / 'log' / 'sglang-server.pid'))
+
+
+@pytest.mark.parametrize('overrides,expect', [
+    ({'timeout': 0}, 'timeout must be at least 1 (got 0)'),
+    ({'port': 70000}, 'port must be at most 65535 (got 70000)'),
+    ({'poll_interval': 0}, 'poll_interval must be at least 0.01 (got 0.0)'),
+    ({'command': None}, 'command'),
+])
+def test_bad_options_fail_before_anything_runs(server, overrides, expect):
+    result = server['run'](**overrides)
+    assert result['failed'] and expect in result['msg']
+    assert not os.path.exists(str(server['tmp'] / 'log' / 'sglang-server.pid'))
