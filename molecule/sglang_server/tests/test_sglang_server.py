@@ -1,0 +1,127 @@
+"""The state the scenario leaves: the server of converge, serving behind its hardened unit."""
+
+import json
+
+import pytest
+
+from conftest import UNIT, main_pid, request, show
+
+testinfra_hosts = ["ansible://blackwell"]
+SECRETS = ("sglang_server_api_key", "sglang_server_hf_token")
+
+
+def test_unit_is_active_enabled_and_verifies_cleanly(host):
+    assert host.service(UNIT).is_running and host.service(UNIT).is_enabled
+    out = host.run("systemd-analyze verify /etc/systemd/system/%s" % UNIT)
+    # verify exits 0 on many problems (a setting outside its section): the output must be empty.
+    assert (out.rc, out.stdout + out.stderr) == (0, "")
+
+
+def test_server_runs_as_a_non_root_system_user(host):
+    user = host.user("sglang")
+    assert user.uid != 0 and user.uid < 1000
+    assert user.shell == "/usr/sbin/nologin" and user.home == "/var/lib/sglang"
+    cgroup = show(host, "ControlGroup")["ControlGroup"]
+    # cgroup v2, or v1 with systemd's own hierarchy (as on this CI host).
+    pids = sorted(set(host.check_output(
+        "for root in /sys/fs/cgroup /sys/fs/cgroup/systemd /sys/fs/cgroup/unified; do"
+        " cat $root%s/cgroup.procs 2>/dev/null; done; true" % cgroup).split()))
+    assert len(pids) >= 2  # the main process and its rank
+    assert set(host.check_output("ps -o user= -p %s" % ",".join(pids)).split()) == {"sglang"}
+
+
+@pytest.mark.parametrize("path, user, mode", [
+    ("/etc/sglang/sglang-server.yaml", "sglang", 0o600),
+    ("/etc/sglang/sglang-server.env", "root", 0o600),
+    ("/var/log/sglang/sglang-server.log", "sglang", 0o640),
+    ("/var/log/sglang", "sglang", 0o750),
+    ("/var/lib/sglang", "sglang", 0o750),
+    ("/var/cache/sglang", "sglang", 0o750),
+    ("/etc/systemd/system/sglang-server.service", "root", 0o644),
+    ("/etc/logrotate.d/sglang-server", "root", 0o644),
+])
+def test_owners_and_modes(host, path, user, mode):
+    f = host.file(path)
+    assert (f.user, f.mode) == (user, mode)
+
+
+def test_config_file_holds_the_api_key_for_sglang(host, variables):
+    assert host.file("/etc/sglang/sglang-server.yaml").content_string.splitlines()[-1] == \
+        "api-key: %s" % json.dumps(variables["sglang_server_api_key"])
+
+
+def test_listens_on_loopback_only(host):
+    listeners = host.check_output("ss -Htln 'sport = :30000'").splitlines()
+    assert [line.split()[3] for line in listeners] == ["127.0.0.1:30000"]
+
+
+def test_health_generate_and_an_own_generation(host, variables):
+    assert request(host, "/health_generate")[0] == 200
+    status, text = request(host, "/generate", key=variables["sglang_server_api_key"],
+                           body={"text": "The capital of France is", "sampling_params": {"max_new_tokens": 4}})
+    assert status == 200, text
+    assert json.loads(text)["meta_info"]["completion_tokens"] >= 1
+
+
+def test_metrics_are_served_without_the_key(host):
+    status, text = request(host, "/metrics")
+    assert status == 200 and "sglang:" in text
+
+
+def test_api_key_is_required(host, variables):
+    assert request(host, "/v1/models")[0] == 401
+    assert request(host, "/v1/models", key="sk-wrong")[0] == 401
+    status, text = request(host, "/v1/models", key=variables["sglang_server_api_key"])
+    assert status == 200 and json.loads(text)["data"][0]["id"] == variables["sglang_server_served_model_name"]
+
+
+@pytest.mark.parametrize("secret", SECRETS)
+def test_secret_is_in_no_argv_unit_or_unit_property(host, variables, secret):
+    value = variables[secret]
+    assert value not in host.check_output("systemctl show %s --property=ExecStart --property=Environment" % UNIT)
+    assert value not in host.file("/etc/systemd/system/%s" % UNIT).content_string
+    # Every process's argv, NUL-separated (the key must not be in the server's, nor anyone's).
+    argvs = host.check_output("cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '")
+    assert "sglang.launch_server" in argvs and value not in argvs
+
+
+def test_server_gets_the_token_the_runtime_environment_and_the_jit_caches(host, variables):
+    environ = dict(line.split("=", 1) for line in host.check_output(
+        "tr '\\0' '\\n' < /proc/%d/environ" % main_pid(host)).splitlines() if "=" in line)
+    assert environ["HF_TOKEN"] == variables["sglang_server_hf_token"]
+    assert environ["SGLANG_DISABLE_CUDNN_CHECK"] == "1" and environ["CUDA_HOME"] == "/usr/local/cuda-13.0"
+    release = host.file("/opt/ml-env").linked_to.rsplit("/", 1)[1]
+    key = "/var/cache/sglang/jit/cuda-13.0.88/%s" % release
+    for name in ("TRITON_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE", "TORCHINDUCTOR_CACHE_DIR"):
+        assert environ[name].startswith(key + "/"), name
+    jit = host.file(key)
+    assert jit.is_directory and jit.user == "sglang"
+
+
+def test_hardening(host):
+    props = show(host, "User", "NoNewPrivileges", "ProtectSystem", "ProtectHome", "PrivateTmp", "ReadWritePaths",
+                 "ProtectKernelTunables", "ProtectKernelModules", "ProtectKernelLogs", "ProtectControlGroups",
+                 "RestrictSUIDSGID", "LockPersonality", "RestrictRealtime", "ProtectClock", "ProtectHostname",
+                 "PrivateDevices", "MemoryDenyWriteExecute", "DevicePolicy", "DeviceAllow", "KillMode",
+                 "Restart", "LimitMEMLOCK")
+    assert props == {
+        "User": "sglang", "NoNewPrivileges": "yes", "ProtectSystem": "strict", "ProtectHome": "yes",
+        "PrivateTmp": "yes", "ReadWritePaths": "/var/log/sglang /var/cache/sglang /var/lib/sglang",
+        "ProtectKernelTunables": "yes", "ProtectKernelModules": "yes", "ProtectKernelLogs": "yes",
+        "ProtectControlGroups": "yes", "RestrictSUIDSGID": "yes", "LockPersonality": "yes",
+        "RestrictRealtime": "yes", "ProtectClock": "yes", "ProtectHostname": "yes",
+        # The GPUs: no private /dev and no device allow-list (no DeviceAllow: ProtectClock adds none on
+        # systemd >= 252).
+        "PrivateDevices": "no", "MemoryDenyWriteExecute": "no", "DevicePolicy": "auto",
+        "KillMode": "control-group", "Restart": "on-failure", "LimitMEMLOCK": "infinity",
+    }
+
+
+def test_server_output_goes_to_the_log(host):
+    log = host.file("/var/log/sglang/sglang-server.log").content_string
+    assert "server_args=ServerArgs(" in log and "The server is fired up and ready to roll!" in log
+
+
+def test_logrotate_accepts_its_file(host):
+    out = host.run("logrotate -d /etc/logrotate.d/sglang-server")
+    assert out.rc == 0 and "error" not in (out.stdout + out.stderr).lower(), out.stdout + out.stderr
