@@ -112,6 +112,30 @@ def test_sigterm_in_each_phase_exits_clean_and_leaves_nothing(standin, phase):
     server.assert_gone()
 
 
+def test_real_sigterm_mode_dies_by_sigkill_like_sglang(standin):
+    # sglang 0.5.9 after its first request: log, poll every 5 s, then SIGKILL its tree and itself
+    server = standin(env={'SGLANG_STANDIN_REAL_SIGTERM': '1'})
+    server.wait_for(READY)
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.wait_exit(8) == -9
+    assert 'Gracefully exiting... Remaining number of requests 0.' in server.log()
+    server.assert_gone()
+
+
+def test_a_killed_rank_makes_health_fail_after_the_timeout(standin):
+    server = standin(['--tp', '2'], env={'SGLANG_HEALTH_CHECK_TIMEOUT': '1'})
+    server.wait_for(READY)
+    rank = [pid for pid in server.pids() if pid != server.proc.pid][-1]
+    os.kill(rank, signal.SIGKILL)  # an OOM kill: no exception, no SIGQUIT
+    time.sleep(0.3)
+    tic = time.monotonic()
+    assert server.request('GET', '/health_generate')[0] == 503
+    assert 0.9 < time.monotonic() - tic < 3
+    assert "Health check failed. Server couldn't get a response from detokenizer for last 1 seconds." in server.log()
+    server.terminate()
+    server.assert_gone()
+
+
 def test_rank_env_is_logged(standin):
     env = {'NCCL_P2P_DISABLE': '1', 'CUDA_HOME': '/usr/local/cuda-12.8', 'NCCL_CUMEM_ENABLE': '1'}
     server = standin(['--tp', '2'], env=env)
