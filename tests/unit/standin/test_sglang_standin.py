@@ -65,8 +65,8 @@ def test_clean_start_phases_endpoints_and_sigterm(standin):
     assert 1.5 < elapsed < 8
     assert server.request('GET', '/health_generate')[0] == 200
     assert server.request('GET', '/health')[0] == 200
-    status, body = server.request('POST', '/generate', {'text': 'Hello', 'sampling_params': {'max_new_tokens': 8,
-                                                                                           'temperature': 0}})
+    sampling = {'max_new_tokens': 8, 'temperature': 0}
+    status, body = server.request('POST', '/generate', {'text': 'Hello', 'sampling_params': sampling})
     meta = json.loads(body)['meta_info']
     assert status == 200 and meta['completion_tokens'] == 8 and meta['prompt_tokens'] >= 1
     status, body = server.request('POST', '/v1/completions', {'prompt': 'Hi', 'max_tokens': 3})
@@ -273,12 +273,11 @@ def test_unhealthy_opens_the_port_and_answers_503_forever(standin):
     server = standin(env={'SGLANG_STANDIN_FAULT': 'unhealthy'})
     server.wait_for(RUNNING)
     time.sleep(1.0)
-    for _ in range(3):
+    for _attempt in range(3):
         assert server.request('GET', '/health_generate')[0] == 503
     assert server.request('GET', '/v1/models')[0] == 200
     assert READY not in server.log() and server.proc.poll() is None
-    status, _ = server.terminate()
-    assert status == 0
+    assert server.terminate()[0] == 0
     server.assert_gone()
 
 
