@@ -92,7 +92,7 @@ class Standin:
         self.env['SGLANG_STANDIN_FAULT_FILE'] = os.path.join(workdir, 'no-fault-file')
         self.env.pop('SGLANG_STANDIN_FAULT', None)
         self.env.update(env or {})
-        self.env['PYTHONPATH'] = STANDIN
+        self.env['PYTHONPATH'] = os.pathsep.join(filter(None, [STANDIN, (env or {}).get('PYTHONPATH')]))
         self.env['SGLANG_STANDIN_TEST_TAG'] = self.tag
         self.proc = None
         self.started = None

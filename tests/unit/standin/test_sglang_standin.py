@@ -465,6 +465,135 @@ def test_gpu_mode_is_optional():
     assert env == 'NCCL_DEBUG=INFO CUDA_HOME=/c TRITON_PTXAS_PATH=<unset>'
 
 
+# A torch that records what GPU mode asks of it: the GPU code paths run without GPUs.
+FAKE_TORCH = {
+    '__init__.py': """
+import os
+import sys
+
+int64, uint8 = 'int64', 'uint8'
+
+
+def note(text):
+    sys.stderr.write('fake torch pid %d: %s\\n' % (os.getpid(), text))
+    sys.stderr.flush()
+
+
+class Tensor:
+    def __init__(self, values):
+        self.values = list(values)
+
+    def item(self):
+        return self.values[0]
+
+
+def tensor(values, dtype=None):
+    return Tensor(values)
+
+
+def ones(count, device=None):
+    return Tensor([1] * count)
+
+
+def empty(count, dtype=None, device=None):
+    note('empty %d bytes on cuda:%s' % (count, cuda.current))
+    return Tensor([0])
+
+
+from torch import cuda, distributed  # noqa: E402
+""",
+    'cuda.py': """
+import os
+
+current = None
+
+
+def is_available():
+    return True
+
+
+def device_count():
+    return int(os.environ.get('FAKE_TORCH_GPUS', '8'))
+
+
+def set_device(index):
+    global current
+    current = index
+
+
+def mem_get_info(index=None):
+    return 70 << 30, 80 << 30
+
+
+def synchronize():
+    pass
+""",
+    'distributed.py': """
+import time
+
+import torch
+
+STATE = {}
+
+
+def init_process_group(backend, init_method, world_size, rank, timeout=None):
+    STATE['rank'] = rank
+    torch.note('init_process_group backend=%s init_method=%s world_size=%d rank=%d'
+               % (backend, init_method, world_size, rank))
+
+
+def new_group(backend=None, timeout=None):
+    return backend
+
+
+def all_reduce(tensor):
+    torch.note('all_reduce on cuda:%s' % torch.cuda.current)
+
+
+def broadcast(tensor, src=0, group=None):
+    while STATE['rank'] != src:
+        time.sleep(3600)  # a follower waits for rank 0, which this fake never delivers
+""",
+}
+
+
+@pytest.fixture
+def fake_torch(tmp_path):
+    package = tmp_path / 'fake_torch' / 'torch'
+    package.mkdir(parents=True)
+    for name, source in FAKE_TORCH.items():
+        (package / name).write_text(source.lstrip())
+    return str(package.parent)
+
+
+def test_gpu_mode_code_paths_with_a_fake_torch(standin, fake_torch):
+    server = standin(['--tp', '2', '--dist-init-addr', '10.1.2.3:5000'],
+                     env={'PYTHONPATH': fake_torch, 'SGLANG_STANDIN_GPU': 'auto', 'SGLANG_STANDIN_GPU_MEM_GIB': '0.5'})
+    server.wait_for(READY)
+    log = server.log()
+    assert log.count('(gpu mode: 8 GPU(s) visible)') == 2
+    for rank in (0, 1):
+        assert ('init_process_group backend=nccl init_method=tcp://10.1.2.3:5000 world_size=2 rank=%d' % rank) in log
+        assert 'holds 0.50 GiB of GPU memory on cuda:%d' % rank in log
+        assert 'empty %d bytes on cuda:%d' % (1 << 29, rank) in log
+    lead = [line for line in log.splitlines() if 'all_reduce on cuda:0' in line]
+    status, _body = server.request('POST', '/generate', {'text': 'x', 'sampling_params': {'max_new_tokens': 5}})
+    assert status == 200
+    time.sleep(0.1)
+    assert server.log().count('all_reduce on cuda:0') == len(lead) + 5  # one all_reduce per token
+    assert server.terminate()[0] == 0
+    server.assert_gone()
+
+
+def test_auto_falls_back_to_cpu_mode_when_gpus_are_missing(standin, fake_torch):
+    server = standin(['--tp', '2'], env={'PYTHONPATH': fake_torch, 'SGLANG_STANDIN_GPU': 'auto',
+                                         'FAKE_TORCH_GPUS': '1'})
+    server.wait_for(READY)
+    assert server.log().count('(cpu mode: 1 GPU(s) visible, 2 needed)') == 2
+    assert 'init_process_group' not in server.log()
+    server.terminate()
+
+
 def _cuda_devices():
     if importlib.util.find_spec('torch') is None:
         return 0
