@@ -91,7 +91,9 @@ SIGNATURES = (
     },
     {
         'cause': 'rank_crash',
+        # The sigquit text differs once the server has served a request (the tokenizer manager's handler).
         'patterns': [r'Scheduler hit an exception', r'Received sigquit from a child process',
+                     r'It usually means (?:the|one) child failed',
                      r'scheduler is dead', r'Initialization failed\. Please see the error messages above'],
         'summary': 'a tensor-parallel rank crashed and SGLang killed its process tree',
         'fix': "the rank's traceback is in the log tail; the lines before it name the failing step",

@@ -65,6 +65,7 @@ REAL_FAILURES = [
         '[2026-11-30 10:04:00] Received sigquit from a child process. It usually means the child failed.',
     ]),
     ('rank_crash', ['[2026-11-30 10:04:00] Rank 3 scheduler is dead. Please check if there are relevant logs.']),
+    ('rank_crash', ['SIGQUIT received. signum=None, frame=None. It usually means one child failed.']),
 ]
 
 
