@@ -110,7 +110,8 @@ _COMPILED_HINTS = [(sig, [re.compile(p) for p in sig['patterns']]) for sig in HI
 
 
 # ServerArgs(...) echoes the API key; keyword=value and "key": value forms of secret settings.
-_SECRET_RE = re.compile(r'''(?P<key>\b(?:api_key|admin_api_key|hf_token|token|password)\b['"]?\s*[=:]\s*)'''
+# Only setting names: SGLang's batch lines have "#new-token: 12", which is not a secret.
+_SECRET_RE = re.compile(r'''(?P<key>(?<![\w#-])(?:api_key|admin_api_key|hf_token|HF_TOKEN|password)\b['"]?\s*[=:]\s*)'''
                         r'''(?P<value>'[^']*'|"[^"]*"|[^\s,)]+)''', re.IGNORECASE)
 MASK = '********'
 
