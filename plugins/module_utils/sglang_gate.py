@@ -103,7 +103,7 @@ class Gate:
         alive, ended = self.server.status()
         if not alive:
             self.scanner.feed(self.log.read_new())
-            return self._fail('exited', 'the server %s' % ended)
+            return self._fail('exited', 'the server %s' % ended if ended.startswith('exited') else 'the server was %s' % ended)
         if self.scanner.fatal:
             if self.fatal_at is None:
                 self.fatal_at = self.clock()
@@ -113,15 +113,14 @@ class Gate:
             self.port_open_at = self.deadline.elapsed()
         self.phase = phase_of(self.phase, lines, self.port_open_at is not None)
         if self.port_open_at is None and self.stall.stalled():
-            return self._fail('stalled', 'no new log line for %s and the port %d is still closed'
+            return self._fail('stalled', 'no new log line for %s while the port %d is still closed'
                               % (_fmt(self.stall.quiet_for()), self.port))
         decided = self._probe()
         if decided:
             return decided
         if self.deadline.expired():
-            return self._fail('timeout', 'not ready after %s (phase %s%s)' % (
-                _fmt(self.deadline.elapsed()), self.phase,
-                ', last check: %s' % self.last_reason if self.last_reason else ''))
+            return self._fail('timeout', 'not ready%s' % (
+                ' (last check: %s)' % self.last_reason if self.last_reason else ''))
         self.progress.update('running', self.phase, self.deadline.elapsed(), self.log.last_line)
         return None
 
@@ -171,29 +170,30 @@ class Gate:
     def _fail(self, kind, what):
         verdict = self.scanner.verdict()
         result = self._base()
+        where = '%s after %s in phase %s' % (what, _fmt(self.deadline.elapsed()), self.phase)
         if verdict:
-            cause, summary, fix = verdict['cause'], verdict['summary'], verdict['fix']
+            cause, fix = verdict['cause'], verdict['fix']
             detail = ' (%s)' % ', '.join('%s %s' % kv for kv in sorted(verdict['detail'].items())) if verdict['detail'] else ''
-            msg = '%s: %s%s. Log: %s' % (what, summary, detail, verdict['line'])
-        elif kind == 'stalled':
-            cause, fix = 'stalled', ('a hung NCCL init or weight load prints nothing: check P2P/ACS/IOMMU with '
-                                     'gpu_health, retry with NCCL_P2P_DISABLE=1 as a diagnostic, NCCL_DEBUG=INFO '
-                                     'for detail; raise stall_timeout only if loading is just slow and silent')
-            msg = what
-        elif kind == 'timeout':
-            cause, fix = 'timeout', ('read the log tail; raise timeout only if this model needs longer to load '
-                                     '(SGLang allows 3000 s on Blackwell)')
-            msg = what
-        elif kind == 'misconfigured':
-            cause, fix = 'served_model_name', 'make --served-model-name and the expected name agree'
-            msg = what
+            msg = '%s: %s%s. Log line: %s' % (where, verdict['summary'], detail, verdict['line'])
         else:
-            cause, fix = 'unknown', 'no known signature matched: read the log tail'
-            msg = what
-        hints = sorted(self.scanner.hints)
-        if hints and not verdict:
-            msg += ' (the log also has: %s)' % ', '.join(hints)
-        msg = '%s after %s in phase %s. Fix: %s.' % (msg.rstrip('.'), _fmt(self.deadline.elapsed()), self.phase, fix)
+            cause, fix = _OTHER_CAUSES.get(kind, _OTHER_CAUSES['unknown'])
+            msg = where
+            hints = sorted(self.scanner.hints)
+            if hints:
+                msg += ' (the log also has: %s)' % ', '.join(hints)
+        msg = '%s. Fix: %s.' % (msg.rstrip('.'), fix)
         self.progress.update('failed', self.phase, self.deadline.elapsed(), self.log.last_line, force=True, cause=cause)
         result.update(ready=False, cause=cause, fix=fix, msg=msg)
         return result
+
+
+# Causes that come from the watch itself, not from a log signature: (cause, fix).
+_OTHER_CAUSES = {
+    'stalled': ('stalled', 'a hung NCCL init or weight load prints nothing: check P2P/ACS/IOMMU with gpu_health, '
+                           'retry with NCCL_P2P_DISABLE=1 as a diagnostic, NCCL_DEBUG=INFO for detail; raise '
+                           'stall_timeout only if loading is just slow and silent'),
+    'timeout': ('timeout', 'read the log tail; raise timeout only if this model needs longer to load '
+                           '(SGLang allows 3000 s on Blackwell)'),
+    'misconfigured': ('served_model_name', 'make --served-model-name and the expected name agree'),
+    'unknown': ('unknown', 'no known signature matched: read the log tail'),
+}

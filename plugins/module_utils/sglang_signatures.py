@@ -91,7 +91,9 @@ SIGNATURES = (
     },
     {
         'cause': 'rank_crash',
+        # The sigquit text differs once the server has served a request (the tokenizer manager's handler).
         'patterns': [r'Scheduler hit an exception', r'Received sigquit from a child process',
+                     r'It usually means (?:the|one) child failed',
                      r'scheduler is dead', r'Initialization failed\. Please see the error messages above'],
         'summary': 'a tensor-parallel rank crashed and SGLang killed its process tree',
         'fix': "the rank's traceback is in the log tail; the lines before it name the failing step",
@@ -108,7 +110,8 @@ _COMPILED_HINTS = [(sig, [re.compile(p) for p in sig['patterns']]) for sig in HI
 
 
 # ServerArgs(...) echoes the API key; keyword=value and "key": value forms of secret settings.
-_SECRET_RE = re.compile(r'''(?P<key>\b(?:api_key|admin_api_key|hf_token|token|password)\b['"]?\s*[=:]\s*)'''
+# Only setting names: SGLang's batch lines have "#new-token: 12", which is not a secret.
+_SECRET_RE = re.compile(r'''(?P<key>(?<![\w#-])(?:api_key|admin_api_key|hf_token|HF_TOKEN|password)\b['"]?\s*[=:]\s*)'''
                         r'''(?P<value>'[^']*'|"[^"]*"|[^\s,)]+)''', re.IGNORECASE)
 MASK = '********'
 

@@ -65,6 +65,7 @@ REAL_FAILURES = [
         '[2026-11-30 10:04:00] Received sigquit from a child process. It usually means the child failed.',
     ]),
     ('rank_crash', ['[2026-11-30 10:04:00] Rank 3 scheduler is dead. Please check if there are relevant logs.']),
+    ('rank_crash', ['SIGQUIT received. signum=None, frame=None. It usually means one child failed.']),
 ]
 
 
@@ -123,3 +124,6 @@ def test_redact_masks_the_api_key_server_args_echoes_and_known_secrets():
     assert 's3cr3t-KEY' not in out and "api_key='********'" in out and 'admin_api_key=None' in out
     assert redact('Authorization: Bearer tok-123', ['tok-123']) == 'Authorization: Bearer ********'
     assert redact('{"api_key": "abc"}') == '{"api_key": "********"}'
+    # Seen on the GPU host: batch statistics are not secrets.
+    batch = '[TP0] Prefill batch, #new-seq: 1, #new-token: 6, #cached-token: 0, token usage: 0.00'
+    assert redact(batch) == batch

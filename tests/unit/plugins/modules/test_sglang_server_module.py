@@ -86,7 +86,9 @@ def test_another_revision_restarts_and_stop_leaves_nothing(server):
 
 @pytest.mark.parametrize('fault,cause', [
     ('cudnn_guard', 'cudnn_guard'), ('abi', 'abi_mismatch'), ('rank_crash', 'rank_crash'),
-    ('kv_oom', 'kv_pool_oom'), ('exit_unknown', 'unknown'), ('crash_after_ready', 'rank_crash'),
+    ('kv_oom', 'kv_pool_oom'), ('exit_unknown', 'unknown'), ('graph_oom', 'cuda_graph_oom'),
+    ('nccl_error', 'nccl'), ('warmup_failed', 'warmup_failed'), ('kernel_too_old', 'kernel_libs_too_old'),
+    ('flashinfer_mismatch', 'flashinfer_mismatch'),
 ])
 def test_each_scripted_failure_fails_fast_with_its_cause_and_leaves_nothing(server, fault, cause):
     (server['tmp'] / 'fault').write_text(fault + '\n')
@@ -98,6 +100,19 @@ def test_each_scripted_failure_fails_fast_with_its_cause_and_leaves_nothing(serv
     assert result['fix'] and result['log_tail']
     assert tree_gone(result['pids'] + result['cleanup']['stopped_pids'])
     assert not os.path.exists(os.path.join(str(server['tmp']), 'log', 'revision'))
+
+
+def test_a_crash_right_after_ready_is_caught_by_the_gate_or_the_next_health_check(server):
+    # The ranks die ~0.3 s after the ready line: the gate's own generation may or may not beat it.
+    (server['tmp'] / 'fault').write_text('crash_after_ready\n')
+    result = server['run']()
+    if result.get('failed'):
+        assert result['cause'] == 'rank_crash', result['msg']
+    else:
+        time.sleep(1.5)
+        health = server['run'](state='healthy')
+        assert health['failed'] and health['cause'] == 'not_running'
+        assert tree_gone(result['pids'])
 
 
 def test_a_silent_hang_fails_on_the_stall_timer(server):

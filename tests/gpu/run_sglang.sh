@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# On the real GPU host: site.yml with the sglang_server role over the GPU stand-in (--tp 2: two
+# rank processes, each holding memory on its GPU, one NCCL all-reduce per generated token).
+#   1. a foreign process holds GPU memory: preflight must refuse and name its PID
+#   2. the foreign process gone: start, health gate, a few generations, nvidia-smi while serving
+#   3. stop: the module waits until the ranks' GPU memory is free; nvidia-smi afterwards
+#   4. a rank crash on the GPUs: fails naming rank_crash, and leaves the GPUs free
+# Everything lands in $OUT (summary.txt plus logs.tgz). Needs .whl (ansible-core) and .gpuwheels
+# (the stand-in wheel and idna, built here: the host has no network).
+set -uo pipefail
+out=${OUT:-/tmp/gpu-out}
+mkdir -p "$out"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
+summary="$out/summary.txt"
+say() { echo "$*" | tee -a "$summary"; }
+smi() { nvidia-smi --query-compute-apps=pid,used_memory,gpu_uuid --format=csv,noheader; }
+mkdir -p /srv/models/standin && echo '{"architectures": ["StandInForCausalLM"]}' >/srv/models/standin/config.json
+play() {  # $1 = log name, rest = extra ansible-playbook args
+  local name=$1; shift
+  local start=$(date +%s.%N)
+  ansible-playbook -i tests/gpu/inventory.yml -e @tests/gpu/sglang.yml site.yml -l blackwell "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  say "$name: rc=$rc in $(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)") s; $(grep -A1 'PLAY RECAP' "$out/$name.log" | tail -n1 | tr -s ' ')"
+  return $rc
+}
+say "host: $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' '), PID 1 = $(cat /proc/1/comm)"
+
+# 1. A foreign process holds 4 GiB on GPU 0.
+/opt/torch/.venv/bin/python -c 'import torch, time; x = torch.empty(4 << 30, dtype=torch.uint8, device="cuda:0"); print("held", flush=True); time.sleep(900)' >"$out/foreign.log" 2>&1 &
+foreign=$!
+for _ in $(seq 60); do grep -q held "$out/foreign.log" && break; sleep 1; done
+say "foreign process PID $foreign: $(smi | tr '\n' ' ')"
+play 1-preflight-refuses
+say "  preflight message: $(grep -o "PID $foreign[^\"]*" "$out/1-preflight-refuses.log" | head -n1)"
+kill "$foreign"; wait "$foreign" 2>/dev/null
+
+# 2. Start, gate, serve.
+play 2-start
+grep -E "ready|startup_seconds|port_open_seconds|completion_tokens|served_model" "$out/2-start.log" | head -n 12 | sed 's/^/  /' | tee -a "$summary"
+say "  GPU processes while serving: $(smi | tr '\n' ' ')"
+for i in 1 2 3; do
+  curl -s -m 30 http://127.0.0.1:30000/generate -H 'Content-Type: application/json' \
+    -d '{"text": "The capital of France is", "sampling_params": {"max_new_tokens": 16, "temperature": 0}}' >>"$out/generate.json"
+  echo >>"$out/generate.json"
+done
+say "  generations: $(grep -c completion_tokens "$out/generate.json") answered"
+grep -h "NCCL_\|TRITON_PTXAS_PATH\|CUDA_HOME" /var/log/sglang/*.log | head -n 6 | sed 's/^/  rank env: /' | tee -a "$summary"
+play 2b-started-again
+say "  second run changed: $(grep -c 'changed:' "$out/2b-started-again.log") changed task lines"
+
+# 3. Stop: the module returns only when the ranks' GPU memory is free.
+play 3-stop -e sglang_server_state=stopped
+say "  GPU processes after stop: [$(smi | tr '\n' ' ')]"
+
+# 4. A rank crash with real ranks on the GPUs.
+mkdir -p /etc/sglang-standin && echo rank_crash >/etc/sglang-standin/fault
+play 4-rank-crash -e sglang_server_state=restarted
+say "  cause: $(grep -o '"cause": "[a-z_]*"' "$out/4-rank-crash.log" | head -n1)"
+say "  GPU processes after the crash: [$(smi | tr '\n' ' ')]"
+rm -f /etc/sglang-standin/fault
+
+cp /var/log/sglang/*.log "$out/" 2>/dev/null
+(cd "$out" && tar czf logs.tgz ./*.log ./*.json && rm -f ./*.log ./*.json)
