@@ -33,14 +33,19 @@ for h in "${hosts[@]}"; do
 done
 
 # The CI stack's SGLang stand-in comes from a wheelhouse on each host (tests/fixtures/).
-wheelhouse="$root/.build/demo-wheelhouse"
+# Keyed by the stand-in's sources: a changed stand-in is built again (same name and version).
+standin="$root/tests/fixtures/sglang_standin"
+key=$(cd "$standin" && find . -type f ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-12)
+wheelhouse="$root/.build/demo-wheelhouse/$key"
 if [ ! -f "$wheelhouse/sglang-0.5.9-py3-none-any.whl" ]; then
   "$root/.build/venv/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps \
-    -w "$wheelhouse" "$root/tests/fixtures/sglang_standin"
+    -w "$wheelhouse" "$standin"
 fi
+# The model directory the server serves (the stand-in reads only its config.json).
 for h in "${hosts[@]}"; do
-  docker exec "$h" mkdir -p /opt/inferops-wheelhouse
+  docker exec "$h" mkdir -p /opt/inferops-wheelhouse /srv/models/standin
   docker cp -q "$wheelhouse/." "$h:/opt/inferops-wheelhouse/"
+  docker exec "$h" sh -c 'echo "{\"architectures\": [\"StandinForCausalLM\"]}" > /srv/models/standin/config.json'
 done
 
 cd "$root"
@@ -48,4 +53,14 @@ start=$(date +%s)
 ansible-playbook -i inventories/local/hosts.yml site.yml -l blackwell
 echo
 echo "demo: ran 'ansible-playbook site.yml -l blackwell' on ${hosts[*]} in $(( $(date +%s) - start )) s."
+# Readiness as a client sees it, from inside each host (the server listens on 127.0.0.1 only).
+for h in "${hosts[@]}"; do
+  health=$(docker exec "$h" curl -s -o /dev/null -w '%{http_code}' --max-time 30 http://127.0.0.1:30000/health_generate || true)
+  tokens=$(docker exec "$h" curl -s --max-time 30 -H 'Content-Type: application/json' \
+    -d '{"text": "The capital of France is", "sampling_params": {"max_new_tokens": 8, "temperature": 0}}' \
+    http://127.0.0.1:30000/generate | python3 -c 'import json, sys; print(json.load(sys.stdin)["meta_info"]["completion_tokens"])' \
+    2>/dev/null || echo none)
+  echo "demo: $h: sglang-server $(docker exec "$h" systemctl is-active sglang-server.service || true),"\
+    "/health_generate $health, POST /generate $tokens completion tokens"
+done
 echo "demo: the hosts keep running: 'docker exec -it ${hosts[0]} bash' to look, 'make clean' to remove them."
