@@ -55,7 +55,9 @@ options:
     type: list
     elements: str
   environment:
-    description: Variables added to the environment of O(command) (O(manager=process)).
+    description:
+      - Variables added to the environment of O(command) (O(manager=process)).
+      - Never logged (it may carry a token such as E(HF_TOKEN)).
     type: dict
     default: {}
   chdir:
@@ -283,7 +285,7 @@ def main():
             manager=dict(type='str', default='systemd', choices=['systemd', 'process']),
             unit=dict(type='str', default='sglang-server.service'),
             command=dict(type='list', elements='str'),
-            environment=dict(type='dict', default={}),
+            environment=dict(type='dict', default={}, no_log=True),
             chdir=dict(type='path'),
             log_path=dict(type='path', required=True),
             run_dir=dict(type='path'),
