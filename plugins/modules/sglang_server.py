@@ -56,10 +56,18 @@ options:
     elements: str
   environment:
     description:
-      - Variables added to the environment of O(command) (O(manager=process)).
-      - Never logged (it may carry a token such as E(HF_TOKEN)).
+      - Variables added to the environment of O(command) (O(manager=process)), like a unit's C(Environment=).
+      - Put secrets in a file of O(environment_files) instead; module arguments show in verbose output.
     type: dict
     default: {}
+  environment_files:
+    description:
+      - Files of C(NAME=value) lines (systemd C(EnvironmentFile=) syntax, values optionally double-quoted) read into
+        the environment of O(command) (O(manager=process)), in order, after O(environment); later files win, as in a unit.
+      - A missing file fails the start.
+    type: list
+    elements: path
+    default: []
   chdir:
     description: Working directory of O(command) (O(manager=process)).
     type: path
@@ -285,7 +293,8 @@ def main():
             manager=dict(type='str', default='systemd', choices=['systemd', 'process']),
             unit=dict(type='str', default='sglang-server.service'),
             command=dict(type='list', elements='str'),
-            environment=dict(type='dict', default={}, no_log=True),
+            environment=dict(type='dict', default={}),
+            environment_files=dict(type='list', elements='path', default=[]),
             chdir=dict(type='path'),
             log_path=dict(type='path', required=True),
             run_dir=dict(type='path'),
@@ -306,7 +315,6 @@ def main():
             command_timeout=dict(type='int', default=30),
             log_tail_lines=dict(type='int', default=30),
         ),
-        required_if=[('manager', 'process', ('command',), True)],
         supports_check_mode=True,
     )
     params = module.params
