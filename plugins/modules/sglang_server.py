@@ -275,6 +275,34 @@ cleanup:
   description: After a failed start, the PIDs stopped and whether their GPU memory was released.
   returned: on a failed start
   type: dict
+stopped_before:
+  description: PIDs of the server a (re)start stopped first.
+  returned: after a start
+  type: list
+  elements: int
+stopped_pids:
+  description: PIDs a stop ended (main process and ranks).
+  returned: after a stop
+  type: list
+  elements: int
+gpu_release:
+  description:
+    - After a stop, C(checked) (false without NVML or nvidia-smi) and C(holders), the stopped processes still holding
+      GPU memory (always empty on success).
+  returned: after a stop
+  type: dict
+reason:
+  description: Why a running server is not ready.
+  returned: in check mode, when the server runs but is not ready
+  type: str
+revision:
+  description: The revision a (re)start would record.
+  returned: in check mode, when a (re)start would happen
+  type: str
+revision_before:
+  description: The revision recorded at the last successful start.
+  returned: in check mode, when a (re)start would happen
+  type: str
 """
 
 import os

@@ -12,8 +12,9 @@ import sys
 import time
 
 import pytest
+import yaml
 
-from module_harness import invoke, patch_exits
+from module_harness import assert_documented, assert_options_match_spec, invoke, patch_exits, record_argument_spec
 
 from ansible_collections.inferops.gpu.plugins.module_utils import procfs
 from ansible_collections.inferops.gpu.plugins.modules import sglang_server
@@ -171,3 +172,18 @@ def test_bad_options_fail_before_anything_runs(server, overrides, expect):
     result = server['run'](**overrides)
     assert result['failed'] and expect in result['msg']
     assert not os.path.exists(str(server['tmp'] / 'log' / 'sglang-server.pid'))
+
+
+def test_documentation_matches_the_argument_spec_and_the_result(server, monkeypatch):
+    seen = record_argument_spec(monkeypatch, sglang_server)
+    result = server['run']()
+    assert_options_match_spec(sglang_server, seen)
+    returns = yaml.safe_load(sglang_server.RETURN)
+    assert set(result) - {'changed', 'invocation'} <= set(returns)
+    for key in ('ready', 'action', 'phase', 'pids', 'log_path', 'progress_path', 'log_tail', 'stopped_before'):
+        assert_documented(result[key], returns[key], key)
+    stopped = server['run'](state='stopped')
+    assert set(stopped) - {'changed', 'invocation'} <= set(returns)
+    assert_documented(stopped['stopped_pids'], returns['stopped_pids'], 'stopped_pids')
+    for example in yaml.safe_load(sglang_server.EXAMPLES):
+        assert set(example['inferops.gpu.sglang_server']) <= set(seen['argument_spec'])
