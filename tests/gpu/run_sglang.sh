@@ -17,7 +17,7 @@ summary="$out/summary.txt"
 printf '#!/bin/sh\necho "ptxas-logged -> /usr/local/cuda-13.0/bin/ptxas $*" >>/tmp/ptxas-calls.log\nexec /usr/local/cuda-13.0/bin/ptxas "$@"\n' >/usr/local/bin/ptxas-logged
 chmod 0755 /usr/local/bin/ptxas-logged
 # No network there: without logrotate the role must not try to install it.
-[ -x /usr/sbin/logrotate ] && export HAVE_LOGROTATE=true || export HAVE_LOGROTATE=false
+if [ -x /usr/sbin/logrotate ]; then export HAVE_LOGROTATE=true; else export HAVE_LOGROTATE=false; fi
 say() { echo "$*" | tee -a "$summary"; }
 smi() { nvidia-smi --query-compute-apps=pid,used_memory,gpu_uuid --format=csv,noheader; }
 mkdir -p /srv/models/standin && echo '{"architectures": ["StandInForCausalLM"]}' >/srv/models/standin/config.json
@@ -38,14 +38,14 @@ foreign=$!
 for _ in $(seq 60); do grep -q held "$out/foreign.log" && break; sleep 1; done
 say "foreign process PID $foreign: $(smi | tr '\n' ' ')"
 play 1-preflight-refuses
-say "  preflight message: $(grep -o "PID $foreign[^\"]*" "$out/1-preflight-refuses.log" | head -n1)"
+say "  preflight message: $(grep -o "PID ${foreign}[^\"]*" "$out/1-preflight-refuses.log" | head -n1)"
 kill "$foreign"; wait "$foreign" 2>/dev/null
 
 # 2. Start, gate, serve.
 play 2-start
 grep -E "ready|startup_seconds|port_open_seconds|completion_tokens|served_model" "$out/2-start.log" | head -n 12 | sed 's/^/  /' | tee -a "$summary"
 say "  GPU processes while serving: $(smi | tr '\n' ' ')"
-for i in 1 2 3; do
+for _ in 1 2 3; do
   curl -s -m 30 http://127.0.0.1:30000/generate -H 'Content-Type: application/json' \
     -d '{"text": "The capital of France is", "sampling_params": {"max_new_tokens": 16, "temperature": 0}}' >>"$out/generate.json"
   echo >>"$out/generate.json"

@@ -33,5 +33,5 @@ def request(host, path, key=None, body=None, port=30000):
     argv.append("http://127.0.0.1:%d%s" % (port, path))
     out = host.run(" ".join(shlex.quote(a) for a in argv))
     assert out.rc == 0, out.stderr
-    text, _, status = out.stdout.rpartition("\n")
+    text, dummy, status = out.stdout.rpartition("\n")
     return int(status), text

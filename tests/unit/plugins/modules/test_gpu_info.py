@@ -143,14 +143,11 @@ def test_invalid_backend_is_rejected(host):
 # documentation against behaviour: a cheap stand-in for validate-modules
 
 
-
 def test_documented_options_match_argument_spec(host, smi_replay, monkeypatch):
     seen = record_argument_spec(monkeypatch, gpu_info)
     host['replay'] = smi_replay('h200x2_nvlink')
     run_module({})
     assert_options_match_spec(gpu_info, seen)
-
-
 
 
 @pytest.mark.parametrize('system', ['h200x2_nvlink', 'rtxpro6000x8_pcie', 'a100x4_mixed', 'broken_driver'])

@@ -219,14 +219,11 @@ def test_unknown_check_name_is_refused(host):
 # documentation against behaviour (as for gpu_info)
 
 
-
 def test_documented_options_match_argument_spec(host, monkeypatch):
     seen = record_argument_spec(monkeypatch, sglang_preflight)
     run_module({'port': free_port(), 'ignore': ['gpu_count', 'gpu_clean']})
     options = assert_options_match_spec(sglang_preflight, seen)
     assert options['ignore']['choices'] == list(CHECKS)
-
-
 
 
 def test_return_documentation_covers_result(host, smi_replay, listening):
