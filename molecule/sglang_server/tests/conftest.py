@@ -23,6 +23,11 @@ def main_pid(host):
     return int(show(host, "MainPID")["MainPID"])
 
 
+def jit_dir(host):
+    """The JIT cache of this toolkit (the scenario's 13.0.88) and the current ml-env release."""
+    return "/var/cache/sglang/jit/cuda-13.0.88/%s" % host.file("/opt/ml-env").linked_to.rsplit("/", 1)[1]
+
+
 def request(host, path, key=None, body=None, port=30000):
     """(status, body text) of an HTTP request to the server, made on the host with curl."""
     argv = ["curl", "-s", "-o", "/dev/stdout", "-w", "\\n%{http_code}", "--max-time", "30"]

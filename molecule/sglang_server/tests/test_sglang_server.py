@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import UNIT, main_pid, request, show
+from conftest import UNIT, jit_dir, main_pid, request, show
 
 testinfra_hosts = ["ansible://blackwell"]
 SECRETS = ("sglang_server_api_key", "sglang_server_hf_token")
@@ -30,19 +30,27 @@ def test_server_runs_as_a_non_root_system_user(host):
     assert set(host.check_output("ps -o user= -p %s" % ",".join(pids)).split()) == {"sglang"}
 
 
-@pytest.mark.parametrize("path, user, mode", [
-    ("/etc/sglang/sglang-server.yaml", "sglang", 0o600),
-    ("/etc/sglang/sglang-server.env", "root", 0o600),
-    ("/var/log/sglang/sglang-server.log", "sglang", 0o640),
-    ("/var/log/sglang", "sglang", 0o750),
-    ("/var/lib/sglang", "sglang", 0o750),
-    ("/var/cache/sglang", "sglang", 0o750),
-    ("/etc/systemd/system/sglang-server.service", "root", 0o644),
-    ("/etc/logrotate.d/sglang-server", "root", 0o644),
+@pytest.mark.parametrize("path, user, group, mode", [
+    ("/etc/sglang/sglang-server.yaml", "sglang", "sglang", 0o600),
+    ("/etc/sglang/sglang-server.env", "root", "root", 0o600),
+    # Root's: systemd opens the log as root, the module writes beside it as root.
+    ("/var/log/sglang", "root", "sglang", 0o750),
+    ("/var/log/sglang/sglang-server.log", "root", "sglang", 0o640),
+    ("/var/lib/sglang", "sglang", "sglang", 0o750),
+    ("/var/cache/sglang", "root", "root", 0o755),
+    ("/var/cache/sglang/huggingface", "sglang", "sglang", 0o750),
+    ("/etc/systemd/system/sglang-server.service", "root", "root", 0o644),
+    ("/etc/logrotate.d/sglang-server", "root", "root", 0o644),
 ])
-def test_owners_and_modes(host, path, user, mode):
+def test_owners_and_modes(host, path, user, group, mode):
     f = host.file(path)
-    assert (f.user, f.mode) == (user, mode)
+    assert (f.user, f.group, f.mode) == (user, group, mode)
+
+
+def test_service_user_cannot_plant_files_where_root_writes(host):
+    for directory in ("/var/log/sglang", "/var/cache/sglang", "/var/cache/sglang/jit", "/etc/sglang"):
+        out = host.run("setpriv --reuid=sglang --regid=sglang --clear-groups ln -s /etc/passwd %s/planted" % directory)
+        assert out.rc != 0, directory
 
 
 def test_config_file_holds_the_api_key_for_sglang(host, variables):
@@ -90,8 +98,7 @@ def test_server_gets_the_token_the_runtime_environment_and_the_jit_caches(host, 
         "tr '\\0' '\\n' < /proc/%d/environ" % main_pid(host)).splitlines() if "=" in line)
     assert environ["HF_TOKEN"] == variables["sglang_server_hf_token"]
     assert environ["SGLANG_DISABLE_CUDNN_CHECK"] == "1" and environ["CUDA_HOME"] == "/usr/local/cuda-13.0"
-    release = host.file("/opt/ml-env").linked_to.rsplit("/", 1)[1]
-    key = "/var/cache/sglang/jit/cuda-13.0.88/%s" % release
+    key = jit_dir(host)
     for name in ("TRITON_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE", "TORCHINDUCTOR_CACHE_DIR"):
         assert environ[name].startswith(key + "/"), name
     jit = host.file(key)
@@ -106,7 +113,7 @@ def test_hardening(host):
                  "Restart", "LimitMEMLOCK")
     assert props == {
         "User": "sglang", "NoNewPrivileges": "yes", "ProtectSystem": "strict", "ProtectHome": "yes",
-        "PrivateTmp": "yes", "ReadWritePaths": "/var/log/sglang /var/cache/sglang /var/lib/sglang",
+        "PrivateTmp": "yes", "ReadWritePaths": "%s %s /var/lib/sglang" % (jit_dir(host), "/var/cache/sglang/huggingface"),
         "ProtectKernelTunables": "yes", "ProtectKernelModules": "yes", "ProtectKernelLogs": "yes",
         "ProtectControlGroups": "yes", "RestrictSUIDSGID": "yes", "LockPersonality": "yes",
         "RestrictRealtime": "yes", "ProtectClock": "yes", "ProtectHostname": "yes",
