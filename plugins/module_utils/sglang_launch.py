@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import signal
 import time
 
@@ -40,6 +41,25 @@ def _wait_gone(pids, alive, timeout, clock, sleep):
         sleep(0.1)
         remaining = [p for p in remaining if alive(p)]
     return remaining
+
+
+_ESCAPED = re.compile(r'\\(.)')
+
+
+def parse_environment_file(text):
+    """NAME=value lines as systemd's EnvironmentFile= reads them: # comments, optional double quotes
+    with backslash escapes, no variable expansion."""
+    env = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(('#', ';')) or '=' not in line:
+            continue
+        name, value = line.split('=', 1)
+        name, value = name.strip(), value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in '"\'':
+            value = _ESCAPED.sub(r'\1', value[1:-1]) if value[0] == '"' else value[1:-1]
+        env[name] = value
+    return env
 
 
 def spawn(argv, env, cwd, log_fd):
@@ -91,11 +111,12 @@ class ProcessManager:
     The pidfile holds "PID STARTTIME" so a recycled PID is never mistaken for the server.
     """
 
-    def __init__(self, pidfile, command=None, environment=None, chdir=None, log_path=None, proc='/proc',
-                 kill=os.kill, clock=time.monotonic, sleep=time.sleep):
+    def __init__(self, pidfile, command=None, environment=None, environment_files=(), chdir=None, log_path=None,
+                 proc='/proc', kill=os.kill, clock=time.monotonic, sleep=time.sleep):
         self.pidfile = pidfile
         self.command = command
         self.environment = environment or {}
+        self.environment_files = list(environment_files)
         self.chdir = chdir
         self.log_path = log_path
         self.proc = proc
@@ -137,6 +158,12 @@ class ProcessManager:
     def start(self):
         env = dict(os.environ)
         env.update(self.environment)
+        for path in self.environment_files:
+            try:
+                with open(path) as handle:
+                    env.update(parse_environment_file(handle.read()))
+            except (IOError, OSError) as exc:
+                raise LaunchError('cannot read the environment file %s: %s' % (path, exc))
         fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
         try:
             pid = spawn(self.command, env, self.chdir, fd)

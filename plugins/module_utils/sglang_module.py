@@ -79,7 +79,8 @@ def build_operations(module, params, run):
         manager = SystemdManager(params['unit'], run)
     else:
         manager = ProcessManager(os.path.join(run_dir, 'sglang-server.pid'), command=params['command'],
-                                 environment=params['environment'], chdir=params['chdir'],
+                                 environment=params['environment'], environment_files=params['environment_files'],
+                                 chdir=params['chdir'],
                                  log_path=params['log_path'])
 
     def new_probe():

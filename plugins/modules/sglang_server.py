@@ -55,9 +55,19 @@ options:
     type: list
     elements: str
   environment:
-    description: Variables added to the environment of O(command) (O(manager=process)).
+    description:
+      - Variables added to the environment of O(command) (O(manager=process)), like a unit's C(Environment=).
+      - Put secrets in a file of O(environment_files) instead; module arguments show in verbose output.
     type: dict
     default: {}
+  environment_files:
+    description:
+      - Files of C(NAME=value) lines (systemd C(EnvironmentFile=) syntax, values optionally double-quoted) read into
+        the environment of O(command) (O(manager=process)), in order, after O(environment); later files win, as in a unit.
+      - A missing file fails the start.
+    type: list
+    elements: path
+    default: []
   chdir:
     description: Working directory of O(command) (O(manager=process)).
     type: path
@@ -265,6 +275,34 @@ cleanup:
   description: After a failed start, the PIDs stopped and whether their GPU memory was released.
   returned: on a failed start
   type: dict
+stopped_before:
+  description: PIDs of the server a (re)start stopped first.
+  returned: after a start
+  type: list
+  elements: int
+stopped_pids:
+  description: PIDs a stop ended (main process and ranks).
+  returned: after a stop
+  type: list
+  elements: int
+gpu_release:
+  description:
+    - After a stop, C(checked) (false without NVML or nvidia-smi) and C(holders), the stopped processes still holding
+      GPU memory (always empty on success).
+  returned: after a stop
+  type: dict
+reason:
+  description: Why a running server is not ready.
+  returned: in check mode, when the server runs but is not ready
+  type: str
+revision:
+  description: The revision a (re)start would record.
+  returned: in check mode, when a (re)start would happen
+  type: str
+revision_before:
+  description: The revision recorded at the last successful start.
+  returned: in check mode, when a (re)start would happen
+  type: str
 """
 
 import os
@@ -284,6 +322,7 @@ def main():
             unit=dict(type='str', default='sglang-server.service'),
             command=dict(type='list', elements='str'),
             environment=dict(type='dict', default={}),
+            environment_files=dict(type='list', elements='path', default=[]),
             chdir=dict(type='path'),
             log_path=dict(type='path', required=True),
             run_dir=dict(type='path'),
@@ -304,7 +343,6 @@ def main():
             command_timeout=dict(type='int', default=30),
             log_tail_lines=dict(type='int', default=30),
         ),
-        required_if=[('manager', 'process', ('command',), True)],
         supports_check_mode=True,
     )
     params = module.params

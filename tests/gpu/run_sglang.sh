@@ -13,17 +13,23 @@ mkdir -p "$out"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
 summary="$out/summary.txt"
+# The inventory's runtime_env_ptxas: a logging wrapper in front of the toolkit's ptxas.
+printf '#!/bin/sh\necho "ptxas-logged -> /usr/local/cuda-13.0/bin/ptxas $*" >>/tmp/ptxas-calls.log\nexec /usr/local/cuda-13.0/bin/ptxas "$@"\n' >/usr/local/bin/ptxas-logged
+chmod 0755 /usr/local/bin/ptxas-logged
+# No network there: without logrotate the role must not try to install it.
+if [ -x /usr/sbin/logrotate ]; then export HAVE_LOGROTATE=true; else export HAVE_LOGROTATE=false; fi
 say() { echo "$*" | tee -a "$summary"; }
 smi() { nvidia-smi --query-compute-apps=pid,used_memory,gpu_uuid --format=csv,noheader; }
 mkdir -p /srv/models/standin && echo '{"architectures": ["StandInForCausalLM"]}' >/srv/models/standin/config.json
 play() {  # $1 = log name, rest = extra ansible-playbook args
   local name=$1; shift
-  local start=$(date +%s.%N)
+  local start=$SECONDS
   ansible-playbook -i tests/gpu/inventory.yml -e @tests/gpu/sglang.yml site.yml -l blackwell "$@" >"$out/$name.log" 2>&1
   local rc=$?
-  say "$name: rc=$rc in $(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)") s; $(grep -A1 'PLAY RECAP' "$out/$name.log" | tail -n1 | tr -s ' ')"
+  say "$name: rc=$rc in $((SECONDS - start)) s; $(grep -A1 'PLAY RECAP' "$out/$name.log" | tail -n1 | tr -s ' ')"
   return $rc
 }
+say "logrotate: $HAVE_LOGROTATE, setpriv: $(command -v setpriv)"
 say "host: $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' '), PID 1 = $(cat /proc/1/comm)"
 
 # 1. A foreign process holds 4 GiB on GPU 0.
@@ -32,14 +38,14 @@ foreign=$!
 for _ in $(seq 60); do grep -q held "$out/foreign.log" && break; sleep 1; done
 say "foreign process PID $foreign: $(smi | tr '\n' ' ')"
 play 1-preflight-refuses
-say "  preflight message: $(grep -o "PID $foreign[^\"]*" "$out/1-preflight-refuses.log" | head -n1)"
+say "  preflight message: $(grep -o "PID ${foreign}[^\"]*" "$out/1-preflight-refuses.log" | head -n1)"
 kill "$foreign"; wait "$foreign" 2>/dev/null
 
 # 2. Start, gate, serve.
 play 2-start
 grep -E "ready|startup_seconds|port_open_seconds|completion_tokens|served_model" "$out/2-start.log" | head -n 12 | sed 's/^/  /' | tee -a "$summary"
 say "  GPU processes while serving: $(smi | tr '\n' ' ')"
-for i in 1 2 3; do
+for _ in 1 2 3; do
   curl -s -m 30 http://127.0.0.1:30000/generate -H 'Content-Type: application/json' \
     -d '{"text": "The capital of France is", "sampling_params": {"max_new_tokens": 16, "temperature": 0}}' >>"$out/generate.json"
   echo >>"$out/generate.json"

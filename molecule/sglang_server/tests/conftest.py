@@ -38,5 +38,5 @@ def request(host, path, key=None, body=None, port=30000):
     argv.append("http://127.0.0.1:%d%s" % (port, path))
     out = host.run(" ".join(shlex.quote(a) for a in argv))
     assert out.rc == 0, out.stderr
-    text, status = out.stdout.rsplit("\n", 1)
+    text, dummy, status = out.stdout.rpartition("\n")
     return int(status), text

@@ -233,7 +233,8 @@ EXITS = {
     'warmup_failed': (-9, ['Initialization failed. warmup error: Traceback'], True),
     'crash_after_ready': (-9, [READY, 'Scheduler hit an exception:',
                                'SIGQUIT received. signum=None, frame=None. It usually means one child failed.'], True),
-    'exit_unknown': (3, [], True),
+    # It exits after its delay in whatever phase it reached: the port may or may not be open by then.
+    'exit_unknown': (3, [], None),
 }
 
 
@@ -245,7 +246,8 @@ def test_fault_prints_its_signature_exits_and_leaves_nothing(standin, fault):
     log = server.log()
     for needle in needles:
         assert needle in log
-    assert (RUNNING in log) is port_opened
+    if port_opened is not None:
+        assert (RUNNING in log) is port_opened
     if fault == 'exit_unknown':
         assert not [needle for needle in SIGNATURES if needle in log]
     if fault != 'crash_after_ready':

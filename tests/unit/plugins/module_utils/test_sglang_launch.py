@@ -166,3 +166,22 @@ def test_systemd_manager_names_a_missing_unit_and_a_failed_start(tmp_path):
     mgr = SystemdManager('sglang-server.service', Systemctl([failed], start_rc=1))
     with pytest.raises(LaunchError, match='failed.*exited with status 1'):
         mgr.start()
+
+
+def test_environment_files_are_read_like_systemd_and_win_over_the_environment(tmp_path):
+    from ansible_collections.inferops.gpu.plugins.module_utils.sglang_launch import parse_environment_file
+    # The quoting runtime_env and the sglang_server role write (backslash, quote, dollar, backtick escaped).
+    text = '# managed\nPATH="/usr/local/cuda-13.0/bin:/usr/bin"\nHF_TOKEN="hf_\\"x\\$y\\`z\\\\"\nPLAIN=1\n\nnot a line\n'
+    assert parse_environment_file(text) == {'PATH': '/usr/local/cuda-13.0/bin:/usr/bin', 'HF_TOKEN': 'hf_"x$y`z\\', 'PLAIN': '1'}
+    env_file = tmp_path / 'server.env'
+    env_file.write_text('INFEROPS_A="from-file"\n')
+    mgr = ProcessManager(str(tmp_path / 'p.pid'), log_path=str(tmp_path / 'l.log'),
+                         command=[sys.executable, '-c', 'import os; print(os.environ["INFEROPS_A"], os.environ["INFEROPS_B"])'],
+                         environment={'INFEROPS_A': 'from-option', 'INFEROPS_B': 'b'}, environment_files=[str(env_file)])
+    mgr.start()
+    assert wait_for(lambda: not mgr.status()[0])
+    assert open(str(tmp_path / 'l.log')).read() == 'from-file b\n'
+    missing = ProcessManager(str(tmp_path / 'q.pid'), log_path=str(tmp_path / 'l.log'), command=['true'],
+                             environment_files=[str(tmp_path / 'absent.env')])
+    with pytest.raises(LaunchError, match='absent.env'):
+        missing.start()

@@ -10,6 +10,7 @@ import json
 from unittest import mock
 
 import pytest
+import yaml
 
 from ansible.module_utils import basic
 
@@ -61,3 +62,52 @@ def unbounded(argv):
     argv = list(argv)
     assert argv[0] == TIMEOUT and argv[1].startswith('--kill-after=') and argv[2].endswith('s'), argv
     return argv[3:]
+
+
+# Documentation against behaviour: a cheap stand-in for validate-modules that runs with the unit tests.
+
+def record_argument_spec(monkeypatch, module):
+    """The keyword arguments `module` builds its AnsibleModule with, filled in once main() ran."""
+    seen = {}
+    real = basic.AnsibleModule
+
+    def recording(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, 'AnsibleModule', recording)
+    return seen
+
+
+def assert_options_match_spec(module, seen):
+    assert seen['supports_check_mode'] is True
+    spec = seen['argument_spec']
+    options = yaml.safe_load(module.DOCUMENTATION)['options']
+    assert set(options) == set(spec)
+    for name, doc in options.items():
+        assert doc['type'] == spec[name]['type'], name
+        assert doc.get('default') == spec[name].get('default'), name
+        assert doc.get('choices') == spec[name].get('choices'), name
+        assert doc.get('elements') == spec[name].get('elements'), name
+        assert doc.get('required', False) == spec[name].get('required', False), name
+    return options
+
+
+def assert_documented(value, doc, where):
+    """`value` (a module result's key) has the type and keys its RETURN entry `doc` documents."""
+    if isinstance(value, dict):
+        assert set(value) == set(doc['contains']), where
+        for key, item in value.items():
+            if item is not None:
+                assert_documented(item, doc['contains'][key], where + '.' + key)
+    elif isinstance(value, list):
+        assert doc['type'] == 'list', where
+        for item in value:
+            if doc.get('elements') == 'dict':
+                assert_documented(item, doc, where + '[]')
+            else:
+                assert type(item).__name__ == doc['elements'], where
+    else:
+        assert type(value).__name__ == doc['type'], where
+        if 'choices' in doc:
+            assert value in doc['choices'], where

@@ -11,7 +11,9 @@ import yaml
 
 from ansible.module_utils import basic
 
-from module_harness import TIMEOUT, invoke, patch_exits, unbounded
+from module_harness import (
+    TIMEOUT, assert_documented, assert_options_match_spec, invoke, patch_exits, record_argument_spec, unbounded,
+)
 from ansible_collections.inferops.gpu.plugins.doc_fragments import attributes
 from ansible_collections.inferops.gpu.plugins.module_utils import gpu_facts
 from ansible_collections.inferops.gpu.plugins.modules import gpu_info
@@ -140,50 +142,12 @@ def test_invalid_backend_is_rejected(host):
 
 # documentation against behaviour: a cheap stand-in for validate-modules
 
-def _argument_spec(monkeypatch):
-    seen = {}
-    real = basic.AnsibleModule
-
-    def recording(*args, **kwargs):
-        seen.update(kwargs)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(gpu_info, 'AnsibleModule', recording)
-    return seen
-
 
 def test_documented_options_match_argument_spec(host, smi_replay, monkeypatch):
-    seen = _argument_spec(monkeypatch)
+    seen = record_argument_spec(monkeypatch, gpu_info)
     host['replay'] = smi_replay('h200x2_nvlink')
     run_module({})
-    assert seen['supports_check_mode'] is True
-    spec = seen['argument_spec']
-    options = yaml.safe_load(gpu_info.DOCUMENTATION)['options']
-    assert set(options) == set(spec)
-    for name, doc in options.items():
-        assert doc['type'] == spec[name]['type'], name
-        assert doc.get('default') == spec[name].get('default'), name
-        assert doc.get('choices') == spec[name].get('choices'), name
-        assert doc.get('required', False) == spec[name].get('required', False), name
-
-
-def _assert_documented(value, doc, where):
-    if isinstance(value, dict):
-        assert set(value) == set(doc['contains']), where
-        for key, item in value.items():
-            if item is not None:
-                _assert_documented(item, doc['contains'][key], where + '.' + key)
-    elif isinstance(value, list):
-        assert doc['type'] == 'list', where
-        for item in value:
-            if doc.get('elements') == 'dict':
-                _assert_documented(item, doc, where + '[]')
-            else:
-                assert type(item).__name__ == doc['elements'], where
-    else:
-        assert type(value).__name__ == doc['type'], where
-        if 'choices' in doc:
-            assert value in doc['choices'], where
+    assert_options_match_spec(gpu_info, seen)
 
 
 @pytest.mark.parametrize('system', ['h200x2_nvlink', 'rtxpro6000x8_pcie', 'a100x4_mixed', 'broken_driver'])
@@ -194,7 +158,7 @@ def test_return_documentation_covers_result(host, smi_replay, system):
     assert set(result) - {'changed'} == set(returns)
     for key, doc in returns.items():
         assert doc['returned'] and 'sample' in doc and doc['description'], key
-        _assert_documented(result[key], doc, key)
+        assert_documented(result[key], doc, key)
 
 
 def test_documentation_metadata():

@@ -18,7 +18,9 @@ import yaml
 
 from ansible.module_utils import basic
 
-from module_harness import TIMEOUT, invoke, patch_exits, unbounded
+from module_harness import (
+    TIMEOUT, assert_documented, assert_options_match_spec, invoke, patch_exits, record_argument_spec, unbounded,
+)
 from ansible_collections.inferops.gpu.plugins.doc_fragments import attributes
 from ansible_collections.inferops.gpu.plugins.module_utils import gpu_facts
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_preflight import CHECKS
@@ -216,51 +218,12 @@ def test_unknown_check_name_is_refused(host):
 
 # documentation against behaviour (as for gpu_info)
 
-def _argument_spec(monkeypatch):
-    seen = {}
-    real = basic.AnsibleModule
-
-    def recording(*args, **kwargs):
-        seen.update(kwargs)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(sglang_preflight, 'AnsibleModule', recording)
-    return seen
-
 
 def test_documented_options_match_argument_spec(host, monkeypatch):
-    seen = _argument_spec(monkeypatch)
+    seen = record_argument_spec(monkeypatch, sglang_preflight)
     run_module({'port': free_port(), 'ignore': ['gpu_count', 'gpu_clean']})
-    assert seen['supports_check_mode'] is True
-    spec = seen['argument_spec']
-    options = yaml.safe_load(sglang_preflight.DOCUMENTATION)['options']
-    assert set(options) == set(spec)
-    for name, doc in options.items():
-        assert doc['type'] == spec[name]['type'], name
-        assert doc.get('default') == spec[name].get('default'), name
-        assert doc.get('choices') == spec[name].get('choices'), name
-        assert doc.get('elements') == spec[name].get('elements'), name
-        assert doc.get('required', False) == spec[name].get('required', False), name
+    options = assert_options_match_spec(sglang_preflight, seen)
     assert options['ignore']['choices'] == list(CHECKS)
-
-
-def _assert_documented(value, doc, where):
-    if isinstance(value, dict):
-        assert set(value) == set(doc['contains']), where
-        for key, item in value.items():
-            if item is not None:
-                _assert_documented(item, doc['contains'][key], where + '.' + key)
-    elif isinstance(value, list):
-        assert doc['type'] == 'list', where
-        for item in value:
-            if doc.get('elements') == 'dict':
-                _assert_documented(item, doc, where + '[]')
-            else:
-                assert type(item).__name__ == doc['elements'], where
-    else:
-        assert type(value).__name__ == doc['type'], where
-        if 'choices' in doc:
-            assert value in doc['choices'], where
 
 
 def test_return_documentation_covers_result(host, smi_replay, listening):
@@ -271,7 +234,7 @@ def test_return_documentation_covers_result(host, smi_replay, listening):
     assert set(result) - {'changed', 'failed', 'msg'} == set(returns)
     for key, doc in returns.items():
         assert doc['returned'] and 'sample' in doc and doc['description'], key
-        _assert_documented(result[key], doc, key)
+        assert_documented(result[key], doc, key)
     for sample in returns['problems']['sample']:
         assert sample == ' '.join(sample.split())
 
