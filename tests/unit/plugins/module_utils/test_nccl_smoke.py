@@ -101,7 +101,7 @@ def test_a_hang_is_killed_at_the_deadline_with_where_each_rank_stopped(smoke):
     assert ('s: peer-to-peer blocked? (ACS/IOMMU); rerun with NCCL_P2P_DISABLE=1 to confirm' in problem)
     assert 'rank 0 init, rank 1 init' in problem
     quiet = int(problem.split()[3])
-    assert 2 <= quiet <= 4  # the ranks printed their last line right after the start
+    assert 1 <= quiet <= 4  # the ranks printed their last line soon after the start (slower under load)
     assert result['hint'] == HANG_FIX
     assert value['log_tail'] and all('NCCL' in line for line in value['log_tail'])
     assert any(line.startswith('[rank 0]') and 'Bootstrap' in line for line in value['log_tail'])
@@ -111,7 +111,8 @@ def test_a_hang_is_killed_at_the_deadline_with_where_each_rank_stopped(smoke):
 def test_a_slow_run_that_misses_the_deadline_shows_how_far_it_got(smoke):
     result = smoke(2, fault='slow', deadline_s=1.5)
     assert result['value']['outcome'] == 'hang'
-    assert set(result['value']['ranks'].values()) <= {'allreduce', 'bandwidth'}
+    phases = set(result['value']['ranks'].values())
+    assert phases <= {'init', 'allreduce', 'bandwidth'} and phases != {'init'}  # past the rendezvous, not done
     assert int(result['problems'][0].split()[3]) <= 1  # progress was recent: N counts from the last line
 
 
