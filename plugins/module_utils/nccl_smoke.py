@@ -28,6 +28,7 @@ import tempfile
 import time
 
 from ansible_collections.inferops.gpu.plugins.module_utils import nccl_smoke_rank
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu_health_checks import result as _result
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_launch import LaunchError, describe_exit
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_launch import spawn as fork_exec
 
@@ -47,11 +48,6 @@ WRONG_SUM_FIX = ('the GPUs\' peer-to-peer path returned bad data: check ACS/IOMM
 CRASH_HINT = ('read value.log_tail (the rank\'s last lines): a CUDA or NCCL error there names the cause '
               '(driver/toolkit mismatch, a GPU held by another process, peer access refused)')
 NOT_STARTED_FIX = 'run the ml_env role (it builds the torch venv) or point the python option at a python with torch'
-
-
-def _result(status, value, summary, problems=(), hint=''):
-    """The shared check result shape (gpu_health_checks.result builds the same dict)."""
-    return {'status': status, 'value': value, 'summary': summary, 'problems': list(problems), 'hint': hint}
 
 
 def rank_script_source():

@@ -18,7 +18,7 @@ import os
 import pwd
 import stat as stat_module
 
-from ansible_collections.inferops.gpu.plugins.module_utils import procfs
+from ansible_collections.inferops.gpu.plugins.module_utils import gpu_health_checks, procfs
 from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout
 
 CHECKS = ('model_path', 'gpu_count', 'gpu_clean', 'port', 'log_dir', 'release')
@@ -216,52 +216,21 @@ def annotate_processes(processes, own, describe):
     return annotated
 
 
-def _process_label(process):
-    # A process of another PID namespace (a container) has no /proc entry here; the driver's name remains.
-    command = one_line(process['cmdline']) or ', '.join(filter(None, [process['name'], 'command line not visible']))
-    return 'PID %d (%s)' % (process['pid'], command)
-
-
-def _gpu_label(process):
-    return 'GPU %d' % process['gpu_index'] if process['gpu_index'] is not None else 'GPU %s' % process['gpu_uuid']
-
-
 def check_gpu_clean(facts, needed, processes, threshold):
     """No foreign compute process and at most threshold MiB not held by the server itself on the
-    GPUs the server would use. processes: annotate_processes() of the facts' processes."""
+    GPUs the server would use: gpu_health's check, with this role's fixes. processes:
+    annotate_processes() of the facts' processes."""
     if facts['backend'] == 'none':
         return skipped(NO_GPU_BACKEND)
     if not facts['gpus']:
         return skipped(facts['reason'] or 'no GPU reported')
-    used = gpus_in_use(facts['gpus'], needed)
-    problems = []
-    foreign_gpus = set()
-    # A process on a GPU the facts do not index (a MIG instance) may be on one of ours.
-    for process in processes:
-        if process['own'] or process['gpu_index'] not in used + [None]:
-            continue
-        foreign_gpus.add(process['gpu_index'])
-        memory = process['used_memory_mib']
-        holds = 'holds %d MiB' % memory if memory is not None else 'holds GPU memory (amount not reported)'
-        problems.append('%s is in use by a foreign process: %s %s; stop it or free the GPU before starting SGLang'
-                        % (_gpu_label(process), _process_label(process), holds))
-    for gpu in sorted(facts['gpus'], key=lambda gpu: gpu['index']):
-        if gpu['index'] not in used or gpu['index'] in foreign_gpus or gpu['memory_used_mib'] is None:
-            continue
-        own = [p['used_memory_mib'] for p in processes if p['own'] and p['gpu_index'] == gpu['index']]
-        if None in own:
-            continue  # the server holds an unknown part of it
-        rest = gpu['memory_used_mib'] - sum(own)
-        if rest > threshold:
-            beyond = ' beyond the server\'s own %d MiB' % sum(own) if own else ''
-            problems.append('GPU %d has %d MiB in use%s (threshold %d MiB) that no listed process holds (an orphan '
-                            'or a process in another PID namespace); free the GPU or raise '
-                            'sglang_server_preflight_gpu_memory_threshold_mib'
-                            % (gpu['index'], rest, beyond, threshold))
-    if problems:
-        return failed(problems)
-    return ok('%s: no foreign compute process, at most %d MiB in use besides the server'
-              % ('GPU %d' % used[0] if len(used) == 1 else 'GPUs %s' % ', '.join(str(i) for i in used), threshold))
+    outcome = gpu_health_checks.check_gpu_clean(
+        facts['gpus'], processes, gpus_in_use(facts['gpus'], needed), threshold,
+        fix='stop it or free the GPU before starting SGLang',
+        threshold_fix='free the GPU or raise sglang_server_preflight_gpu_memory_threshold_mib')
+    if outcome['status'] == gpu_health_checks.FAIL:
+        return failed(outcome['problems'])
+    return ok(outcome['summary'])
 
 
 def check_port(port, host, holders, as_root=True):

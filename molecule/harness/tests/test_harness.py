@@ -44,3 +44,21 @@ def test_venv_reaches_the_package_index_through_the_trusted_cas(host):
     )
     assert cmd.rc == 0, cmd.stderr
     assert host.file("/tmp/harness-dl/six-1.17.0-py2.py3-none-any.whl").exists
+
+
+def test_gpu_health_reports_a_host_without_gpus_and_require_decides(host):
+    results = json.loads(host.file("/var/lib/inferops-harness/gpu_health.json").content_string)
+    reporting, required = results["reporting"], results["required"]
+    # require: [] reports every failure as a warning and passes.
+    assert reporting["healthy"] is True and reporting["problems"] == [] and reporting["count"] == 0
+    checks = reporting["checks"]
+    assert checks["driver"]["status"] == "fail" and "driver" in checks["driver"]["summary"].lower()
+    assert checks["gpus"]["status"] == "ok" and checks["gpus"]["value"]["count"] == 0
+    assert {checks[name]["status"] for name in ("pcie", "p2p", "gpu_clean")} == {"skipped"}
+    assert checks["xid"]["status"] in ("ok", "warn")  # a container may not read the kernel log
+    assert any(line.startswith("driver: ") for line in reporting["warnings"])
+    # The same host with the driver and eight GPUs required fails, naming both.
+    assert required["healthy"] is False  # failed_when: false keeps the result, not the failure
+    assert [line.split(":")[0] for line in required["problems"]] == ["driver", "gpus"]
+    assert "8" in required["problems"][1] and "0" in required["problems"][1]
+    assert required["msg"].startswith("node not fit to serve, 2 problems")

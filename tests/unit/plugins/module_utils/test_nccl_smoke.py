@@ -278,7 +278,8 @@ def test_the_rank_script_source_comes_out_of_a_zip_like_ansiballz(tmp_path, use_
         for part in ('ansible_collections/', 'ansible_collections/inferops/', 'ansible_collections/inferops/gpu/',
                      'ansible_collections/inferops/gpu/plugins/', package):
             zf.writestr(part + '__init__.py', '')
-        for name in ('nccl_smoke.py', 'nccl_smoke_rank.py', 'sglang_launch.py', 'procfs.py'):
+        for name in ('nccl_smoke.py', 'nccl_smoke_rank.py', 'sglang_launch.py', 'procfs.py', 'gpu_health_checks.py',
+                     'gpu_health_parse.py', 'nvidia_smi.py'):
             zf.write(os.path.join(MODULE_UTILS, name), package + name)
     code = ('import sys; sys.path.insert(0, %r)\n'
             'from ansible_collections.inferops.gpu.plugins.module_utils import nccl_smoke\n'
