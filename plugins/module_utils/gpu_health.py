@@ -278,7 +278,7 @@ class Assessment:
 
 def compose(results, options, facts):
     require = set(options.get('require') if options.get('require') is not None else CHECKS)
-    problems, warnings = [], []
+    problems, advisories = [], []
     for name in CHECKS:
         if name not in results:
             continue
@@ -290,11 +290,11 @@ def compose(results, options, facts):
         if outcome['status'] == 'fail' and name in require:
             problems.extend(lines)
         elif outcome['status'] in ('fail', 'warn'):
-            warnings.extend(lines)
+            advisories.extend(lines)
     return {
         'healthy': not problems,
         'problems': problems,
-        'warnings': warnings,
+        'advisories': advisories,
         'checks': results,
         'count': facts['count'] if facts else 0,
         'driver_version': facts.get('driver_version', '') if facts else '',

@@ -373,6 +373,7 @@ def check_gpu_clean(gpus, processes, used_indices, threshold_mib, own_pids=(), f
         holds = 'holds %d MiB' % memory if memory is not None else 'holds GPU memory (amount not reported)'
         problems.append('%s is in use by a foreign process: %s %s; %s'
                         % (_gpu_label(process), _process_label(process), holds, fix))
+    held_elsewhere = []
     for gpu in sorted(gpus, key=lambda gpu: gpu['index']):
         if gpu['index'] not in used or gpu['index'] in foreign_gpus or gpu['memory_used_mib'] is None:
             continue
@@ -381,13 +382,17 @@ def check_gpu_clean(gpus, processes, used_indices, threshold_mib, own_pids=(), f
             continue  # the server holds an unknown part of it
         rest = gpu['memory_used_mib'] - sum(held)
         if rest > threshold_mib:
+            held_elsewhere.append(gpu['index'])
             beyond = ' beyond the server\'s own %d MiB' % sum(held) if held else ''
             problems.append('GPU %d has %d MiB in use%s (threshold %d MiB) that no listed process holds (an orphan '
                             'or a process in another PID namespace); %s'
                             % (gpu['index'], rest, beyond, threshold_mib, threshold_fix))
     value = {'gpus': used, 'foreign': foreign, 'threshold_mib': threshold_mib}
     if problems:
-        return result(FAIL, value, '%s not clean' % _plural(len(used), 'GPU'), problems, fix)
+        unclean = sorted(set(held_elsewhere) | set(i for i in foreign_gpus if i is not None))
+        named = ('GPU %d' % unclean[0] if len(unclean) == 1 else 'GPUs %s' % ', '.join(str(i) for i in unclean)
+                 ) if unclean else 'a GPU'
+        return result(FAIL, value, '%s of %d not clean' % (named, len(used)), problems, fix)
     return result(OK, value, '%s: no foreign compute process, at most %d MiB in use besides the server'
                   % ('GPU %d' % used[0] if len(used) == 1 else 'GPUs %s' % ', '.join(str(i) for i in used),
                      threshold_mib))

@@ -42,7 +42,7 @@ options:
     default: [driver, gpus, xid, pcie, p2p, gpu_clean]
   require:
     description:
-      - The checks whose C(fail) fails the task. The others' failures are only reported, in RV(warnings).
+      - The checks whose C(fail) fails the task. The others' failures are only reported, in RV(advisories).
       - V([]) reports without ever failing.
     type: list
     elements: str
@@ -154,8 +154,10 @@ problems:
   type: list
   elements: str
   sample: ["p2p: GPU 0 -> GPU 4: NS (peer-to-peer blocked: ACS/IOMMU ...)"]
-warnings:
-  description: Warnings, and failures of checks that are not required, one line each.
+advisories:
+  description:
+    - Warnings, and failures of checks that are not required, one line each, in the form of RV(problems).
+    - Not called C(warnings), which Ansible takes for its own display.
   returned: always
   type: list
   elements: str

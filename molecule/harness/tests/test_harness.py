@@ -56,7 +56,7 @@ def test_gpu_health_reports_a_host_without_gpus_and_require_decides(host):
     assert checks["gpus"]["status"] == "ok" and checks["gpus"]["value"]["count"] == 0
     assert {checks[name]["status"] for name in ("pcie", "p2p", "gpu_clean")} == {"skipped"}
     assert checks["xid"]["status"] in ("ok", "warn")  # a container may not read the kernel log
-    assert any(line.startswith("driver: ") for line in reporting["warnings"])
+    assert any(line.startswith("driver: ") for line in reporting["advisories"])
     # The same host with the driver and eight GPUs required fails, naming both.
     assert required["healthy"] is False  # failed_when: false keeps the result, not the failure
     assert [line.split(":")[0] for line in required["problems"]] == ["driver", "gpus"]

@@ -157,7 +157,7 @@ def test_a_failing_smoke_test_is_a_problem_when_required_only():
     assert failed['healthy'] is False
     assert failed['problems'] == ['nccl: no progress in 60 s: peer-to-peer blocked?']
     reported = assess(h200_host(smoke=smoke), require=['driver'], **options)
-    assert reported['healthy'] is True and reported['warnings'] == failed['problems']
+    assert reported['healthy'] is True and reported['advisories'] == failed['problems']
 
 
 def test_the_composed_rtx_host_is_fit_with_acs_off_and_iommu_passthrough():
@@ -186,8 +186,8 @@ def test_acs_on_the_switch_ports_and_blocked_p2p_are_named():
     # Only the switch ports below the root ports are examined.
     assert bridges == ['0000:14:00.0', '0000:15:00.0', '0000:15:01.0', '0000:15:02.0', '0000:15:03.0',
                        '0000:98:00.0', '0000:99:00.0', '0000:99:01.0', '0000:99:02.0', '0000:99:03.0']
-    assert any('bridge 0000:15:00.0' in line and 'ACS' in line for line in result['warnings'])
-    assert any('IOMMU' in line and 'iommu=pt' in line for line in result['warnings'])
+    assert any('bridge 0000:15:00.0' in line and 'ACS' in line for line in result['advisories'])
+    assert any('IOMMU' in line and 'iommu=pt' in line for line in result['advisories'])
     assert result['healthy'] is False and all(line.startswith('p2p: GPU ') for line in result['problems'])
 
 
@@ -225,7 +225,7 @@ def test_an_unreadable_kernel_log_warns_instead_of_failing():
     host = h200_host(outputs={'dmesg': (1, '', 'dmesg: read kernel buffer failed: Operation not permitted')})
     result = assess(host, checks=['xid'])
     assert result['healthy'] is True and result['checks']['xid']['status'] == 'warn'
-    assert 'Operation not permitted' in result['warnings'][0] and 'run as root' in result['warnings'][0]
+    assert 'Operation not permitted' in result['advisories'][0] and 'run as root' in result['advisories'][0]
 
 
 def test_a_hung_nvidia_smi_fails_the_driver_and_still_reads_the_kernel_log():

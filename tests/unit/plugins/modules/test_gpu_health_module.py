@@ -91,7 +91,7 @@ def test_documentation_matches_the_argument_spec_and_the_result(host, monkeypatc
     result = invoke(gpu_health, {'_ansible_check_mode': True, 'expected_gpus': 2, 'own_pids': [H200_PROCESS]})
     assert_options_match_spec(gpu_health, seen)
     returns = yaml.safe_load(gpu_health.RETURN)
-    for key in ('healthy', 'problems', 'warnings', 'count', 'driver_version'):
+    for key in ('healthy', 'problems', 'advisories', 'count', 'driver_version'):
         assert_documented(result[key], returns[key], key)
     for name, check in result['checks'].items():
         assert set(check) == set(returns['checks']['contains']), name
@@ -111,6 +111,7 @@ def test_a_foreign_process_is_named_with_its_pid(host):
     result = invoke(gpu_health, {'checks': ['gpu_clean'], 'require': ['gpu_clean']})
     assert result['failed'] is True
     assert 'GPU 0 is in use by a foreign process: PID 562' in result['msg']
+    assert result['checks']['gpu_clean']['summary'] == 'GPUs 0, 1 of 2 not clean'
 
 
 def test_the_nccl_smoke_test_runs_over_the_gpus_and_checks_the_sum(host):
