@@ -165,9 +165,9 @@ def check_gpus(gpus, smi, expected_count, compute_capabilities):
         label = 'GPU %d (%s)' % (gpu['index'], gpu['pci_bus_id'])
         capability = gpu.get('compute_capability')
         if compute_capabilities and capability not in compute_capabilities:
+            arch = (capability or 'unknown').replace('.', '')
             found.append((FAIL, '%s %s has compute capability %s, not one of %s: run on a host with those GPUs or '
-                          'build for sm_%s' % (label, gpu['name'], capability, ', '.join(compute_capabilities),
-                                                (capability or 'unknown').replace('.', ''))))
+                          'build for sm_%s' % (label, gpu['name'], capability, ', '.join(compute_capabilities), arch)))
         info = by_bus.get(normalize_bdf(gpu['pci_bus_id']))
         entry = {'index': gpu['index'], 'name': gpu['name'], 'bus_id': gpu['pci_bus_id'],
                  'compute_capability': capability}
@@ -177,7 +177,7 @@ def check_gpus(gpus, smi, expected_count, compute_capabilities):
             findings = _gpu_findings(label, info)
             found.extend(findings)
             entry.update({
-                'health': worst(status for status, _ in findings),
+                'health': worst(status for status, dummy in findings),
                 'persistence_mode': info['persistence_mode'],
                 'ecc_mode': info['ecc_mode'],
                 'ecc_volatile_uncorrectable': info['ecc_volatile_uncorrectable'],
@@ -186,7 +186,7 @@ def check_gpus(gpus, smi, expected_count, compute_capabilities):
                 'clock_events_active': info['clock_events_active'],
             })
         per_gpu.append(entry)
-    status = worst(status for status, _ in found)
+    status = worst(status for status, dummy in found)
     summary = '%s' % _plural(count, 'GPU')
     if expected_count is not None:
         summary += ' (%d expected)' % expected_count
@@ -195,7 +195,7 @@ def check_gpus(gpus, smi, expected_count, compute_capabilities):
         summary += ': %s' % ', '.join(names)
     hint = '' if status == OK else 'fix the GPUs named above; drain a GPU with ECC or remap problems before reuse'
     return result(status, {'count': count, 'expected': expected_count, 'gpus': per_gpu}, summary,
-                  [problem for _, problem in found], hint)
+                  [problem for dummy, problem in found], hint)
 
 
 # kernel log
@@ -262,8 +262,8 @@ def check_pcie(smi, bridges_acs, iommu):
         if None not in (pcie['gen_current'], pcie['gen_max']) and pcie['gen_current'] < pcie['gen_max']:
             if idle:
                 # The link trains down to save power when the GPU idles, and back up under load.
-                entry['note'] = 'gen %d of %d while idle (trains up under load)' % (pcie['gen_current'],
-                                                                                     pcie['gen_max'])
+                entry['note'] = 'gen %d of %d while idle (trains up under load)' % (
+                    pcie['gen_current'], pcie['gen_max'])
             else:
                 found.append((WARN, '%s link gen %d of gen %d while busy: check the slot, riser and BIOS PCIe '
                               'speed setting' % (label, pcie['gen_current'], pcie['gen_max'])))
@@ -284,11 +284,11 @@ def check_pcie(smi, bridges_acs, iommu):
     if iommu and iommu.get('mode') == 'translated':
         found.append((WARN, 'IOMMU translates device DMA (%s): %s' % (iommu.get('evidence', ''), IOMMU_HINT)))
 
-    status = worst(s for s, _ in found)
+    status = worst(s for s, dummy in found)
     hints = []
-    if any(' link x' in problem for _, problem in found):
+    if any(' link x' in problem for dummy, problem in found):
         hints.append('reseat the GPUs with a narrow link or move them to a full-width slot')
-    if any(' link gen ' in problem for _, problem in found):
+    if any(' link gen ' in problem for dummy, problem in found):
         hints.append('a link below its generation under load: check the slot, riser and BIOS PCIe speed setting')
     if any(problem.startswith('bridge ') for _, problem in found):
         hints.append(ACS_HINT)
@@ -299,7 +299,7 @@ def check_pcie(smi, bridges_acs, iommu):
         _plural(len(smi), 'GPU'), ', '.join(widths), _plural(sum(1 for e in acs.values() if e['redirects']), 'bridge'),
         iommu['mode'] if iommu else 'not examined')
     return result(status, {'gpus': links, 'acs': acs, 'iommu': iommu}, summary,
-                  [problem for _, problem in found], '; '.join(hints))
+                  [problem for dummy, problem in found], '; '.join(hints))
 
 
 def check_p2p(matrix, count):

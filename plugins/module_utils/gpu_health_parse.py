@@ -277,7 +277,7 @@ def acs_from_config(data):
     if len(data) < _EXT_CAP_START + 4:
         raise ValueError('config space of %d bytes has no extended capabilities: read it as root' % len(data))
     offset = _EXT_CAP_START
-    for _ in range(_EXT_CAP_MAX_HOPS):
+    for dummy in range(_EXT_CAP_MAX_HOPS):
         if offset < _EXT_CAP_START or offset + 4 > len(data):
             return None
         header = struct.unpack_from('<I', data, offset)[0]
@@ -320,7 +320,7 @@ def iommu_mode(cmdline, group_count):
     args = _kernel_args(cmdline)
     values = {}
     for arg in args:
-        key, _, value = arg.partition('=')
+        key, dummy, value = arg.partition('=')
         values[key] = value  # the last one wins, as in the kernel
     passthrough = values.get('iommu') == 'pt' or values.get('iommu.passthrough') in ('1', 'on', 'y', 'Y')
     enabled = [key for key in ('intel_iommu', 'amd_iommu') if values.get(key, '').split(',')[0] == 'on']

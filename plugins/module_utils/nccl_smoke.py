@@ -339,16 +339,18 @@ def _run(python, world_size, deadline_s, env, size_bytes, iters, tempdir, clock,
         problems = []
         for rank in failed:
             last = [line for line in logs[rank].tail if line.strip()]
-            problems.append('rank %d %s in phase %s: %s' % (rank, _describe(ended[rank]), logs[rank].phase,
-                                                           last[-1] if last else 'no output'))
+            problems.append('rank %d %s in phase %s: %s' % (
+                rank, _describe(ended[rank]), logs[rank].phase, last[-1] if last else 'no output'))
         return _result('fail', _value(world_size, size_bytes, expected, 'crash', seconds, ranks=_phases(logs),
                                       log_tail=first.tail),
                        '%s: rank %d crashed after %s s' % (label, first.rank, seconds), problems, CRASH_HINT)
     if len(ended) < world_size:
         quiet = int(round(clock() - last_output))
         stuck = ', '.join('rank %d %s' % (log.rank, log.phase) for log in logs)
+        # A rendezvous that never completes hangs before NCCL prints anything: then the ranks' own lines.
+        tail = list(nccl_lines) or ['[rank %d] %s' % (log.rank, line) for log in logs for line in log.tail]
         return _result('fail', _value(world_size, size_bytes, expected, 'hang', seconds, ranks=_phases(logs),
-                                      log_tail=nccl_lines),
+                                      log_tail=tail),
                        '%s: hung, killed at the %s s deadline' % (label, deadline_s),
                        ['no progress in %d s: %s (last phase: %s)' % (quiet, HANG_FIX, stuck)], HANG_FIX)
 

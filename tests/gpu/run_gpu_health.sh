@@ -16,13 +16,13 @@ say() { echo "$*" | tee -a "$summary"; }
 smi() { nvidia-smi --query-compute-apps=pid,used_memory,gpu_uuid --format=csv,noheader; }
 # The pattern does not match its own text, so grep never lists itself.
 ranks() { grep -lE 'nccl-smoke-[a-z0-9_]+/' /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3; }
-step() {  # $1 = tag
-  local start end rc
+step() {  # $1 = tag; GPU_STEP, when set, names the step's files instead
+  local start end rc name=${GPU_STEP:-$1}
   start=$(date +%s.%N)
-  ansible-playbook tests/gpu/gpu_health.yml --tags "$1" >"$out/$1.log" 2>&1
+  ansible-playbook tests/gpu/gpu_health.yml --tags "$1" >"$out/$name.log" 2>&1
   rc=$?
   end=$(date +%s.%N)
-  say "$1: rc=$rc in $(python3 -c "print(round($end - $start, 1))") s; $(grep -A1 'PLAY RECAP' "$out/$1.log" | tail -n1 | tr -s ' ')"
+  say "$name: rc=$rc in $(python3 -c "print(round($end - $start, 1))") s; $(grep -A1 'PLAY RECAP' "$out/$1.log" | tail -n1 | tr -s ' ')"
 }
 say "host: $(nvidia-smi --query-gpu=name,pci.bus_id --format=csv,noheader | tr '\n' ' '); driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n1)"
 say "host env: $(env | grep -E '^(NCCL_NVLS_ENABLE|TORCH_SYMM_MEM_DISABLE_MULTICAST)=' | tr '\n' ' ')"
@@ -37,22 +37,28 @@ step clean
 kill "$foreign"; wait "$foreign" 2>/dev/null
 for _ in $(seq 30); do [ -z "$(smi)" ] && break; sleep 1; done
 
-# Stop rank 1 the moment it exists: it never reaches the rendezvous, rank 0 waits in init.
-(
+# Rank 1 stopped (SIGSTOP), so it never joins: $1 = hang (the moment it exists: rank 0 waits in the
+# rendezvous) or hang-late (once it printed "SMOKE phase allreduce": rank 0 waits inside NCCL).
+stop_rank1() {
   for _ in $(seq 600); do
     for pid in $(ranks); do
-      if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx 'RANK=1'; then
-        kill -STOP "$pid" && echo "stopped rank 1, PID $pid" >"$out/stopper.log"; exit 0
+      tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx 'RANK=1' || continue
+      if [ "$1" = hang-late ]; then
+        grep -q 'SMOKE phase allreduce' "$(readlink "/proc/$pid/fd/1")" 2>/dev/null || continue
       fi
+      kill -STOP "$pid" && echo "$1: stopped rank 1, PID $pid" >"$out/stopper-$1.log"; return 0
     done
-    sleep 0.05
+    sleep 0.02
   done
-) &
-stopper=$!
-step hang
-wait "$stopper" 2>/dev/null
-say "  $(cat "$out/stopper.log" 2>/dev/null || echo 'rank 1 never seen')"
-say "  rank processes left: [$(ranks | tr '\n' ' ')]; GPU processes left: [$(smi | tr '\n' ' ')]"
+}
+for variant in hang hang-late; do
+  stop_rank1 "$variant" &
+  stopper=$!
+  GPU_STEP=$variant step hang
+  wait "$stopper" 2>/dev/null
+  say "  $(cat "$out/stopper-$variant.log" 2>/dev/null || echo "$variant: rank 1 never seen")"
+  say "  rank processes left: [$(ranks | tr '\n' ' ')]; GPU processes left: [$(smi | tr '\n' ' ')]"
+done
 step p2poff
 python3 - "$out" <<'PY' | tee -a "$summary"
 import json, os, sys
@@ -60,7 +66,7 @@ out = sys.argv[1]
 def load(name):
     path = os.path.join(out, name + '.json')
     return json.load(open(path)) if os.path.exists(path) else None
-for name in ('all', 'check_mode', 'clean', 'hang', 'p2poff'):
+for name in ('all', 'check_mode', 'clean', 'hang', 'hang-late', 'p2poff'):
     r = load(name)
     if r is None:
         print('%s: no result' % name); continue
@@ -71,6 +77,6 @@ for name in ('all', 'check_mode', 'clean', 'hang', 'p2poff'):
         if check == 'nccl':
             extra = ' seconds=%s busbw_gbps=%s sum=%s/%s outcome=%s' % (v.get('seconds'), v.get('busbw_gbps'), v.get('sum'), v.get('expected'), v.get('outcome'))
         print('  %s: %s - %s%s' % (check, c['status'], c['summary'][:200], extra))
-    if name == 'hang':
+    if name.startswith('hang'):
         print('  log tail: %s' % json.dumps((r['checks']['nccl']['value'] or {}).get('log_tail', [])[-4:])[:800])
 PY

@@ -108,6 +108,12 @@ def test_a_hang_is_killed_at_the_deadline_with_where_each_rank_stopped(smoke):
     assert value['sum'] is None and value['busbw_gbps'] is None
 
 
+def test_a_hang_before_nccl_prints_anything_shows_the_ranks_own_lines(smoke):
+    result = smoke(2, fault='hang', deadline_s=2, env={'NCCL_DEBUG': 'WARN'})
+    assert result['value']['outcome'] == 'hang'
+    assert '[rank 0] SMOKE phase init' in result['value']['log_tail']
+
+
 def test_a_slow_run_that_misses_the_deadline_shows_how_far_it_got(smoke):
     result = smoke(2, fault='slow', deadline_s=1.5)
     assert result['value']['outcome'] == 'hang'

@@ -54,6 +54,10 @@ def h200(argv):
     raise AssertionError('unexpected command %r' % argv)
 
 
+def no_pynvml():
+    raise ImportError('no pynvml')
+
+
 def processes_mentioning(text):
     found = []
     for name in filter(str.isdigit, os.listdir('/proc')):
@@ -78,7 +82,7 @@ def host(monkeypatch, tmp_path):
     patch_exits(monkeypatch)
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda self, name, *a, **k: state['bin'].get(name))
-    monkeypatch.setattr(gpu_facts, 'import_pynvml', lambda: (_ for _ in ()).throw(ImportError('no pynvml')))
+    monkeypatch.setattr(gpu_facts, 'import_pynvml', no_pynvml)
     # The ranks inherit the module's environment: the stand-in torch, its rendezvous under tmp_path.
     monkeypatch.setenv('PYTHONPATH', STANDIN)
     monkeypatch.setenv('NCCL_STANDIN_DIR', str(tmp_path / 'rdv'))
@@ -162,7 +166,7 @@ def test_a_hung_nvidia_smi_is_killed_and_named(monkeypatch, tmp_path):
     smi = tmp_path / 'nvidia-smi'
     smi.write_text('#!/bin/sh\nexec sleep 300\n')
     smi.chmod(0o755)
-    monkeypatch.setattr(gpu_facts, 'import_pynvml', lambda: (_ for _ in ()).throw(ImportError('no pynvml')))
+    monkeypatch.setattr(gpu_facts, 'import_pynvml', no_pynvml)
     started = time.monotonic()
     result = invoke(gpu_health, {'nvidia_smi_path': str(smi), 'command_timeout': 1, 'checks': ['driver']})
     assert time.monotonic() - started < 1 + 4
