@@ -290,7 +290,7 @@ def check_pcie(smi, bridges_acs, iommu):
         hints.append('reseat the GPUs with a narrow link or move them to a full-width slot')
     if any(' link gen ' in problem for dummy, problem in found):
         hints.append('a link below its generation under load: check the slot, riser and BIOS PCIe speed setting')
-    if any(problem.startswith('bridge ') for _, problem in found):
+    if any(problem.startswith('bridge ') for dummy, problem in found):
         hints.append(ACS_HINT)
     if iommu and iommu.get('mode') == 'translated':
         hints.append(IOMMU_HINT)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 
 WARMUP_ITERS = 3
@@ -28,7 +29,8 @@ CHECK_ELEMENTS = 1024
 
 
 def say(kind, text):
-    print('SMOKE %s %s' % (kind, text), flush=True)
+    sys.stdout.write('SMOKE %s %s\n' % (kind, text))
+    sys.stdout.flush()
 
 
 def bus_bandwidth_gbps(size_bytes, seconds_per_iter, world):
