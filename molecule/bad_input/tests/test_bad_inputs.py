@@ -122,7 +122,7 @@ def outcomes():
 
 def test_every_role_has_a_table():
     assert sorted(os.path.basename(t) for t in TABLES) == ["cuda_toolkit.yml", "gpu_health.yml", "ml_env.yml",
-                                                           "runtime_env.yml", "sglang_server.yml"]
+                                                           "rolling.yml", "runtime_env.yml", "sglang_server.yml"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])

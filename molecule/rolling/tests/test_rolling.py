@@ -1,0 +1,201 @@
+"""Rolls over four serving hosts, in order, while each host samples its own /health_generate.
+
+1. Roll to release B with the third host given a broken server environment: it fails its health
+   gate, goes back to A healthy, the roll stops, the fourth host is untouched.
+2. Roll to B with the third host healthy but slow: the throughput gate fails it the same way.
+3. A clean roll to B converges every host. 4. site.yml again restarts nothing.
+5. site.yml with a changed pin (release C) rolls the serving fleet one host at a time.
+Through all of it, at no sample time is more than one host (one batch) out of service.
+"""
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.getcwd())
+INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
+HOSTS = ["inferops-roll-%d" % n for n in range(1, 5)]
+THIRD = HOSTS[2]
+# A sample counts a host as down when it did not answer 200; at most this many at once (serial 1).
+BATCH = 1
+
+
+def ansible_playbook(playbook, *args, host_vars=None, timeout=1500):
+    """(rc, per-host stats, output tail) of one run against the scenario's inventory."""
+    argv = ["ansible-playbook", "-i", INVENTORY]
+    with tempfile.TemporaryDirectory() as tmp:
+        if host_vars:
+            extra = os.path.join(tmp, "extra.json")
+            with open(extra, "w") as handle:
+                json.dump({"all": {"hosts": host_vars}}, handle)
+            argv += ["-i", extra]
+        env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
+        proc = subprocess.run(argv + list(args) + [os.path.join(PROJECT, playbook)], cwd=PROJECT, env=env,
+                              capture_output=True, text=True, timeout=timeout, check=False)
+    try:
+        report = json.loads(proc.stdout)
+    except ValueError:
+        report = {}
+    messages = []
+    for play in report.get("plays", []):
+        for task in play.get("tasks", []):
+            for host, result in task.get("hosts", {}).items():
+                if result.get("failed") and not result.get("ignore_errors"):
+                    messages.append("%s: %s" % (host, result.get("msg", "")))
+                if "msg" in result and "upgraded:" in str(result.get("msg")):
+                    messages.append("%s: %s" % (host, result["msg"]))
+    return proc.returncode, report.get("stats", {}), "\n".join(messages), proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def docker(host, command):
+    out = subprocess.run(["docker", "exec", host, "sh", "-c", command], capture_output=True, text=True,
+                         timeout=120, check=False)
+    return out.stdout.strip()
+
+
+def release(host):
+    return os.path.basename(docker(host, "readlink /opt/ml-env"))
+
+
+def main_pid(host):
+    return docker(host, "systemctl show -p MainPID --value sglang-server.service")
+
+
+def health(host):
+    return docker(host, "curl -s -o /dev/null -w '%{http_code}' --max-time 30 http://127.0.0.1:30000/health_generate")
+
+
+def samples(host, since):
+    """[(time, up)] of the host's sampler after `since`."""
+    found = []
+    for line in docker(host, "cat /var/log/health-samples.log").splitlines():
+        stamp, dummy, code = line.partition(" ")
+        if float(stamp) >= since:
+            found.append((float(stamp), code == "200"))
+    return found
+
+
+def most_down_at_once(since, until):
+    """The largest number of hosts down at one instant, from every host's samples in [since, until]."""
+    events = []
+    for host in HOSTS:
+        for stamp, up in samples(host, since):
+            if stamp <= until:
+                events.append((stamp, host, up))
+    down, worst, when = set(), 0, None
+    for stamp, host, up in sorted(events):
+        (down.discard if up else down.add)(host)
+        if len(down) > worst:
+            worst, when = len(down), (stamp, sorted(down))
+    return worst, when
+
+
+class Roll:
+    """One run with the time window its samples belong to."""
+
+    def __init__(self, playbook, *args, host_vars=None):
+        self.started = time.time()
+        self.rc, self.stats, self.messages, self.tail = ansible_playbook(playbook, *args, host_vars=host_vars)
+        self.ended = time.time()
+
+    def assert_one_batch_at_most(self):
+        worst, when = most_down_at_once(self.started, self.ended)
+        assert worst <= BATCH, "%d hosts down at once at %s" % (worst, when)
+
+
+@pytest.fixture(scope="module")
+def release_a():
+    return dict((host, release(host)) for host in HOSTS)
+
+
+@pytest.fixture(scope="module")
+def broken_roll(release_a):
+    pids = dict((host, main_pid(host)) for host in HOSTS)
+    roll = Roll("playbooks/rolling.yml", "-e", "ml_env_profile=ci-b",
+                host_vars={THIRD: {"sglang_server_extra_environment": {"SGLANG_STANDIN_FAULT": "warmup_failed"}}})
+    return roll, pids
+
+
+@pytest.fixture(scope="module")
+def slow_roll(broken_roll):
+    pids = dict((host, main_pid(host)) for host in HOSTS)
+    roll = Roll("playbooks/rolling.yml", "-e", "ml_env_profile=ci-b",
+                host_vars={THIRD: {"sglang_server_extra_environment": {"SGLANG_STANDIN_FAULT": "slow"}}})
+    return roll, pids
+
+
+@pytest.fixture(scope="module")
+def clean_roll(slow_roll):
+    roll = Roll("playbooks/rolling.yml", "-e", "ml_env_profile=ci-b")
+    roll.releases = dict((host, release(host)) for host in HOSTS)
+    return roll
+
+
+@pytest.fixture(scope="module")
+def site_again(clean_roll):
+    pids = dict((host, main_pid(host)) for host in HOSTS)
+    return Roll("site.yml", "-e", "ml_env_profile=ci-b"), pids
+
+
+@pytest.fixture(scope="module")
+def site_new_pin(site_again):
+    return Roll("site.yml", "-e", "ml_env_profile=ci-c")
+
+
+def assert_failed_on_third_and_rolled_back(roll, pids, release_a, cause):
+    assert roll.rc != 0, roll.tail
+    assert "%s failed and was rolled back" % THIRD in roll.messages, roll.messages
+    assert cause in roll.messages, roll.messages
+    assert "rolled back: %s; untouched: %s" % (THIRD, HOSTS[3]) in roll.messages, roll.messages
+    # The failed host is back on A and serving; the host after it was never touched.
+    assert release(THIRD) == release_a[THIRD] and health(THIRD) == "200"
+    assert release(HOSTS[3]) == release_a[HOSTS[3]] and main_pid(HOSTS[3]) == pids[HOSTS[3]]
+    assert HOSTS[3] not in roll.stats or roll.stats[HOSTS[3]]["changed"] == 0
+    roll.assert_one_batch_at_most()
+
+
+def test_a_host_failing_its_health_gate_is_rolled_back_and_stops_the_roll(broken_roll, release_a):
+    roll, pids = broken_roll
+    assert_failed_on_third_and_rolled_back(roll, pids, release_a, "warmup")
+    assert release(HOSTS[0]) != release_a[HOSTS[0]] and release(HOSTS[0]) == release(HOSTS[1])
+    assert "upgraded: %s, %s" % (HOSTS[0], HOSTS[1]) in roll.messages
+
+
+def test_a_healthy_but_slow_host_fails_the_throughput_gate_the_same_way(slow_roll, release_a):
+    roll, pids = slow_roll
+    assert_failed_on_third_and_rolled_back(roll, pids, release_a, "throughput")
+    # The hosts already on B kept serving untouched.
+    assert main_pid(HOSTS[0]) == pids[HOSTS[0]] and main_pid(HOSTS[1]) == pids[HOSTS[1]]
+
+
+def test_a_clean_roll_converges_every_host(clean_roll):
+    assert clean_roll.rc == 0, clean_roll.tail
+    assert len(set(release(host) for host in HOSTS)) == 1
+    assert all(health(host) == "200" for host in HOSTS)
+    clean_roll.assert_one_batch_at_most()
+
+
+def test_site_on_the_serving_fleet_restarts_nothing_when_nothing_changed(site_again):
+    roll, pids = site_again
+    assert roll.rc == 0, roll.tail
+    assert dict((host, main_pid(host)) for host in HOSTS) == pids
+    assert all(roll.stats[host]["changed"] == 0 for host in HOSTS), roll.stats
+
+
+def test_site_with_a_changed_pin_rolls_one_host_at_a_time(site_new_pin, clean_roll):
+    assert site_new_pin.rc == 0, site_new_pin.tail
+    releases = set(release(host) for host in HOSTS)
+    assert len(releases) == 1 and releases != set(clean_roll.releases.values()), (releases, clean_roll.releases)
+    assert all(health(host) == "200" for host in HOSTS)
+    site_new_pin.assert_one_batch_at_most()
+    # The hosts went down one after another: each host's down time ended before the next one's began.
+    outages = []
+    for host in HOSTS:
+        down = [stamp for stamp, up in samples(host, site_new_pin.started) if not up and stamp <= site_new_pin.ended]
+        assert down, "%s never restarted for the new pin" % host
+        outages.append((min(down), max(down)))
+    assert all(outages[i][1] < outages[i + 1][0] for i in range(len(outages) - 1)), outages
