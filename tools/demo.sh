@@ -63,4 +63,17 @@ for h in "${hosts[@]}"; do
   echo "demo: $h: sglang-server $(docker exec "$h" systemctl is-active sglang-server.service || true),"\
     "/health_generate $health, POST /generate $tokens completion tokens"
 done
+
 echo "demo: the hosts keep running: 'docker exec -it ${hosts[0]} bash' to look, 'make clean' to remove them."
+
+# Last, the read-only fleet report (playbooks/verify.yml): its log goes to a file, the table here.
+report="$root/.build/fleet-report.json"
+verify_log="$root/.build/demo-verify.log"
+if ! ansible-playbook -i inventories/local/hosts.yml verify.yml -l blackwell -e "verify_report_path=$report" >"$verify_log" 2>&1; then
+  cat "$verify_log"
+  echo "demo: 'ansible-playbook verify.yml -l blackwell' failed (log above, also in $verify_log)." >&2
+  exit 1
+fi
+echo
+echo "demo: fleet report ('ansible-playbook verify.yml -l blackwell', read-only; JSON in $report):"
+"$root/.build/venv/bin/python" -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["table"]))' "$report"
