@@ -22,6 +22,7 @@ HOSTS = ["inferops-roll-%d" % n for n in range(1, 5)]
 THIRD = HOSTS[2]
 # A sample counts a host as down when it did not answer 200; at most this many at once (serial 1).
 BATCH = 1
+TOKEN_TIME = {"SGLANG_STANDIN_TOKEN_SECONDS": "0.02"}  # molecule.yml's, kept in the third host's override
 
 
 def ansible_playbook(playbook, *args, host_vars=None, timeout=1500):
@@ -116,7 +117,7 @@ def release_a():
 def broken_roll(release_a):
     pids = dict((host, main_pid(host)) for host in HOSTS)
     roll = Roll("playbooks/rolling.yml", "-e", "ml_env_profile=ci-b",
-                host_vars={THIRD: {"sglang_server_extra_environment": {"SGLANG_STANDIN_FAULT": "warmup_failed"}}})
+                host_vars={THIRD: {"sglang_server_extra_environment": dict(TOKEN_TIME, SGLANG_STANDIN_FAULT="warmup_failed")}})
     return roll, pids
 
 
@@ -124,7 +125,7 @@ def broken_roll(release_a):
 def slow_roll(broken_roll):
     pids = dict((host, main_pid(host)) for host in HOSTS)
     roll = Roll("playbooks/rolling.yml", "-e", "ml_env_profile=ci-b",
-                host_vars={THIRD: {"sglang_server_extra_environment": {"SGLANG_STANDIN_FAULT": "slow"}}})
+                host_vars={THIRD: {"sglang_server_extra_environment": dict(TOKEN_TIME, SGLANG_STANDIN_FAULT="slow")}})
     return roll, pids
 
 
