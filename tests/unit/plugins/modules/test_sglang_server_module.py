@@ -14,20 +14,14 @@ import time
 import pytest
 import yaml
 
-from module_harness import assert_documented, assert_options_match_spec, invoke, patch_exits, record_argument_spec
+from module_harness import (
+    SGLANG_STANDIN, assert_documented, assert_options_match_spec, free_port, invoke, patch_exits, record_argument_spec,
+)
 
 from ansible_collections.inferops.gpu.plugins.module_utils import procfs
 from ansible_collections.inferops.gpu.plugins.modules import sglang_server
 
-STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'sglang_standin')
-
-
-def free_port():
-    sock = socket.socket()
-    sock.bind(('127.0.0.1', 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
+STANDIN = SGLANG_STANDIN
 
 
 @pytest.fixture

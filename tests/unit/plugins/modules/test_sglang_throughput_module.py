@@ -8,28 +8,21 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 
 import pytest
 import yaml
 
-from module_harness import assert_documented, assert_options_match_spec, invoke, patch_exits, record_argument_spec
+from module_harness import (
+    SGLANG_STANDIN, assert_documented, assert_options_match_spec, free_port, invoke, patch_exits, record_argument_spec,
+)
 
 from ansible_collections.inferops.gpu.plugins.modules import sglang_server, sglang_throughput
 
-STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'sglang_standin')
+STANDIN = SGLANG_STANDIN
 KEY = 'sk-throughput-secret-9'
 # 8 requests of 8 tokens at 5 ms a token: about 0.35 s healthy, five times that with the `slow` fault.
 LOAD = {'requests': 8, 'concurrency': 4, 'max_new_tokens': 8, 'request_timeout': 30, 'timeout': 60}
-
-
-def free_port():
-    sock = socket.socket()
-    sock.bind(('127.0.0.1', 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
 
 
 @pytest.fixture
