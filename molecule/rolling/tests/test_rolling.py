@@ -150,6 +150,10 @@ def assert_failed_on_third_and_rolled_back(roll, pids, release_a, cause):
     assert "rolled back: %s; untouched: %s" % (THIRD, HOSTS[3]) in roll.messages, roll.messages
     # The failed host is back on A and serving; the host after it was never touched.
     assert release(THIRD) == release_a[THIRD] and health(THIRD) == "200"
+    # The files came back as they were: owner, group and mode too (the service user reads them).
+    for path in ("/etc/inferops/runtime-env.json", "/etc/inferops/runtime-env.env",
+                 "/etc/sglang/sglang-server.env", "/etc/sglang/sglang-server.yaml", "/var/log/sglang/revision"):
+        assert docker(THIRD, "stat -c '%U:%G %a' " + path) == docker(HOSTS[3], "stat -c '%U:%G %a' " + path), path
     assert release(HOSTS[3]) == release_a[HOSTS[3]] and main_pid(HOSTS[3]) == pids[HOSTS[3]]
     assert HOSTS[3] not in roll.stats or roll.stats[HOSTS[3]]["changed"] == 0
     roll.assert_one_batch_at_most()
