@@ -3,8 +3,8 @@
 # rank processes, each holding memory on its GPU, one NCCL all-reduce per generated token).
 #   1. a foreign process holds GPU memory: preflight must refuse and name its PID
 #   2. the foreign process gone: start, health gate, a few generations, nvidia-smi while serving
+#   4. a new configuration whose ranks crash: site.yml rolls the serving host back to the running one
 #   3. stop: the module waits until the ranks' GPU memory is free; nvidia-smi afterwards
-#   4. a rank crash on the GPUs: fails naming rank_crash, and leaves the GPUs free
 # Everything lands in $OUT (summary.txt plus logs.tgz). Needs .whl (ansible-core) and .gpuwheels
 # (the stand-in wheel and idna, built here: the host has no network).
 set -uo pipefail
@@ -54,17 +54,20 @@ say "  generations: $(grep -c completion_tokens "$out/generate.json") answered"
 grep -h "NCCL_\|TRITON_PTXAS_PATH\|CUDA_HOME" /var/log/sglang/*.log | head -n 6 | sed 's/^/  rank env: /' | tee -a "$summary"
 play 2b-started-again
 say "  second run changed: $(grep -c 'changed:' "$out/2b-started-again.log") changed task lines"
+say "  files before the roll: $(stat -c '%n %U:%G %a' /etc/inferops/runtime-env.json /etc/inferops/runtime-env.env /etc/sglang/sglang-server.env /var/log/sglang/revision | tr '\n' ' ')"
+
+# 4. A new configuration whose ranks crash on the GPUs: the host serves, so site.yml rolls it: the
+#    start fails naming rank_crash, the rollback puts the kept files back and restarts the previous
+#    server behind the health gate, and the roll stops naming who is where.
+play 4-rank-crash -e '{"sglang_server_extra_environment": {"SGLANG_STANDIN_GPU": "1", "SGLANG_STANDIN_FAULT": "rank_crash"}}'
+say "  cause: $(grep -oE 'cause: rank_crash|\(cause: [a-z_]+\)' "$out/4-rank-crash.log" | head -n1)"
+say "  $(grep -oE '(failed and was rolled back|upgraded: )[^\"]*' "$out/4-rank-crash.log" | tail -n2 | tr '\n' ' ')"
+say "  after the rollback: $(stat -c '%n %U:%G %a' /etc/inferops/runtime-env.json /etc/inferops/runtime-env.env /etc/sglang/sglang-server.env /var/log/sglang/revision | tr '\n' ' ')"
+say "  serving again: /health_generate $(curl -s -o /dev/null -w '%{http_code}' -m 30 http://127.0.0.1:30000/health_generate); GPU processes: [$(smi | tr '\n' ' ')]"
 
 # 3. Stop: the module returns only when the ranks' GPU memory is free.
 play 3-stop -e sglang_server_state=stopped
 say "  GPU processes after stop: [$(smi | tr '\n' ' ')]"
-
-# 4. A rank crash with real ranks on the GPUs.
-mkdir -p /etc/sglang-standin && echo rank_crash >/etc/sglang-standin/fault
-play 4-rank-crash -e sglang_server_state=restarted
-say "  cause: $(grep -o '"cause": "[a-z_]*"' "$out/4-rank-crash.log" | head -n1)"
-say "  GPU processes after the crash: [$(smi | tr '\n' ' ')]"
-rm -f /etc/sglang-standin/fault
 
 cp /var/log/sglang/*.log "$out/" 2>/dev/null
 (cd "$out" && tar czf logs.tgz ./*.log ./*.json && rm -f ./*.log ./*.json)
