@@ -94,7 +94,7 @@ def check_all(tmp):
         yaml.safe_dump(inventory, handle)
     rc, outcomes, plays, tail = ansible_playbook(
         ["-i", path, "-e", "inferops_validate_all_or_nothing=false",
-         os.path.join(PROJECT, "playbooks", "validate.yml")], timeout=1200)
+         os.path.join(PROJECT, "playbooks", "validate.yml")], timeout=2400)
     return outcomes, tail
 
 

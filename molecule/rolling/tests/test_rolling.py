@@ -109,6 +109,16 @@ class Roll:
         assert worst <= BATCH, "%d hosts down at once at %s" % (worst, when)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def samplers():
+    """Every host samples its own /health_generate while the rolls run (not before: it costs CPU)."""
+    for host in HOSTS:
+        docker(host, "systemd-run --unit=health-sampler /usr/local/bin/health-sampler")
+    yield
+    for host in HOSTS:
+        docker(host, "systemctl stop health-sampler")
+
+
 @pytest.fixture(scope="module")
 def release_a():
     return dict((host, release(host)) for host in HOSTS)
