@@ -1,11 +1,11 @@
 # Entry points: `make demo` and `make test` (README). Everything they need is installed on first
 # use and reused afterwards: the tool venv (.build/venv), the collections (.build/collections),
-# the docker engine and the systemd base image (tag = hash of its recipe).
+# the docker engine and the systemd base images (tag = hash of their recipe).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 ROOT := $(CURDIR)
-SCENARIO ?= harness
-SCENARIOS := $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
+SCENARIO ?= default
+SCENARIOS := $(notdir $(patsubst %/molecule.yml,%,$(wildcard extensions/molecule/*/molecule.yml)))
 
 export PATH := $(ROOT)/.build/venv/bin:$(PATH)
 export ANSIBLE_HOME := $(ROOT)/.build/ansible-home
@@ -40,7 +40,7 @@ unit: tools
 	python -m pytest -p no:cacheprovider --import-mode=importlib tests/unit
 
 molecule: tools engine
-	INFEROPS_BASE_IMAGE=$$(tools/base-image.sh) molecule test -s $(SCENARIO)
+	molecule test -s $(SCENARIO)
 
 # The rolling scenario runs beside the others: a roll goes one host at a time, mostly waiting, and
 # it is the longest. Not beside bad_input, which runs first: its one check play of ~200 hosts is
@@ -48,7 +48,7 @@ molecule: tools engine
 FIRST := bad_input
 BESIDE := rolling
 molecule-all: tools engine
-	@tools/base-image.sh >/dev/null
+	@tools/test-images.sh
 	@mkdir -p .build/logs
 	@$(MAKE) --no-print-directory molecule SCENARIO=$(FIRST)
 	@( $(MAKE) --no-print-directory molecule SCENARIO=$(BESIDE) >.build/logs/molecule-$(BESIDE).log 2>&1; \

@@ -62,3 +62,11 @@ def test_gpu_health_reports_a_host_without_gpus_and_require_decides(host):
     assert [line.split(":")[0] for line in required["problems"]] == ["driver", "gpus"]
     assert "8" in required["problems"][1] and "0" in required["problems"][1]
     assert required["msg"].startswith("node not fit to serve, 2 problems")
+
+
+def test_the_hosts_are_the_two_supported_debian_releases(host):
+    # One host per release the collection is tested on (molecule.yml's images).
+    name = host.backend.get_hostname()
+    want = {"inferops-harness-1": "12", "inferops-harness-2": "13"}[name]
+    assert host.system_info.distribution == "debian"
+    assert host.system_info.release.split(".")[0] == want
