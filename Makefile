@@ -13,7 +13,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections:$(ROOT)/.build/collectio
 export XDG_CACHE_HOME := $(ROOT)/.build/xdg-cache
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test lint sanity unit molecule molecule-all tools engine clean distclean help
+.PHONY: demo test lint sanity unit molecule molecule-all bench bench-noop tools engine clean distclean help
 
 help:
 	@echo "make demo | test | lint | sanity | unit | molecule SCENARIO=<$(SCENARIOS)> | clean | distclean"
@@ -62,6 +62,12 @@ molecule-all: tools engine
 	beside=$$(cat .build/logs/molecule-$(BESIDE).rc); \
 	echo "molecule-all: scenario $(BESIDE) (run beside the others) exited $$beside"; \
 	[ $$rc = 0 ] && [ $$beside = 0 ]
+
+# Benchmarks (not tests): each writes its figures into docs/benchmarks.md.
+bench: bench-noop
+
+bench-noop: tools engine
+	bench/noop_converge.py
 
 clean:
 	-tools/demo.sh --destroy
