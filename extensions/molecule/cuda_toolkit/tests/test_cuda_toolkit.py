@@ -160,6 +160,12 @@ def test_ldconfig_runs_without_flushing_other_handlers(host):
 
 def test_package_method_repository_in_check_mode(host):
     check = side_effect(host)["package_check_mode"]
+    if host.system_info.release.split(".")[0] == "13":
+        assert 'this host: "debian13"' in check["refused"] and "choose cuda_toolkit_method wheels" in check["refused"]
+        assert check["sources_written"] is False and check["repo_changed"] is False
+        assert not host.file("/etc/apt/sources.list.d/inferops-cuda-nvidia.sources").exists
+        return
+    assert check["refused"] == ""
     assert check["repo_changed"] is True
     assert "URIs: https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/" in check["repo_after"]
     assert "Signed-By: /etc/apt/keyrings/inferops-cuda-nvidia.asc" in check["repo_after"]
