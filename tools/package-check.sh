@@ -19,6 +19,14 @@ fail() {
 
 echo "package-check: antsibull-changelog lint" >&2
 timeout "$limit" antsibull-changelog lint || fail "changelog fragments do not lint (changelogs/fragments/)"
+timeout "$limit" antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml || fail "changelogs/changelog.yaml does not lint"
+generated=$(mktemp)
+timeout "$limit" antsibull-changelog generate --output "$generated" --output-format md
+cmp -s "$generated" CHANGELOG.md || {
+  rm -f "$generated"
+  fail "CHANGELOG.md is not what changelogs/changelog.yaml generates: run antsibull-changelog generate"
+}
+rm -f "$generated"
 
 dist="$root/.build/dist"
 rm -rf "$dist"
