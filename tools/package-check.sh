@@ -33,7 +33,9 @@ rm -rf "$dist"
 mkdir -p "$dist"
 timeout "$limit" ansible-galaxy collection build --output-path "$dist" "$root" >/dev/null
 tarballs=("$dist"/*.tar.gz)
-[ "${#tarballs[@]}" = 1 ] && [ -f "${tarballs[0]}" ] || fail "expected one tarball in $dist"
+if [ "${#tarballs[@]}" != 1 ] || [ ! -f "${tarballs[0]}" ]; then
+  fail "expected one tarball in $dist"
+fi
 tarball=${tarballs[0]}
 
 work=$(mktemp -d)
@@ -95,8 +97,9 @@ coll="$install/ansible_collections/inferops/gpu"
 mapfile -t modules < <(find "$coll/plugins/modules" -name '*.py' ! -name '__init__.py' -printf 'inferops.gpu.%f\n' | sed 's/\.py$//' | sort)
 mapfile -t filters < <(find "$coll/plugins/filter" -name '*.yml' -printf 'inferops.gpu.%f\n' | sed 's/\.yml$//' | sort)
 mapfile -t roles < <(find "$coll/roles" -mindepth 3 -maxdepth 3 -path '*/meta/argument_specs.yml' | awk -F/ '{print "inferops.gpu." $(NF-2)}' | sort)
-[ "${#modules[@]}" -gt 0 ] && [ "${#filters[@]}" -gt 0 ] && [ "${#roles[@]}" -gt 0 ] \
-  || fail "found ${#modules[@]} modules, ${#filters[@]} filters, ${#roles[@]} roles in the installed collection"
+if [ "${#modules[@]}" = 0 ] || [ "${#filters[@]}" = 0 ] || [ "${#roles[@]}" = 0 ]; then
+  fail "found ${#modules[@]} modules, ${#filters[@]} filters, ${#roles[@]} roles in the installed collection"
+fi
 
 # ansible-core warns about its own internal collection when it lists roles; that one line is not ours.
 noise='Collection at .*/ansible/_internal/ansible_collections/ansible/_protomatter. does not have a MANIFEST.json'
@@ -212,6 +215,15 @@ for e in errors:
     sys.stderr.write(f"package-check: markup: {e}\n")
 sys.exit(1 if errors else 0)
 PY
+# The collection's playbooks resolve from the installed copy (ansible-playbook inferops.gpu.site).
+printf 'all:\n  hosts:\n    localhost:\n      ansible_connection: local\n' >"$work/inventory.yml"
+for playbook in "$coll"/playbooks/*.yml; do
+  name="inferops.gpu.$(basename "$playbook" .yml)"
+  timeout "$limit" ansible-playbook -i "$work/inventory.yml" --syntax-check "$name" >/dev/null 2>"$work/stderr" || {
+    cat "$work/stderr" >&2
+    fail "ansible-playbook --syntax-check $name failed from the installed tarball"
+  }
+done
 echo "package-check: ansible-doc renders ${#modules[@]} modules, ${#filters[@]} filters and ${#roles[@]} roles from the installed tarball without markup errors" >&2
 cd "$root"
 
