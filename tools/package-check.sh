@@ -17,16 +17,15 @@ fail() {
   exit 1
 }
 
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
 echo "package-check: antsibull-changelog lint" >&2
 timeout "$limit" antsibull-changelog lint || fail "changelog fragments do not lint (changelogs/fragments/)"
 timeout "$limit" antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml || fail "changelogs/changelog.yaml does not lint"
-generated=$(mktemp)
-timeout "$limit" antsibull-changelog generate --output "$generated" --output-format md
-cmp -s "$generated" CHANGELOG.md || {
-  rm -f "$generated"
-  fail "CHANGELOG.md is not what changelogs/changelog.yaml generates: run antsibull-changelog generate"
-}
-rm -f "$generated"
+timeout "$limit" antsibull-changelog generate --output "$work/CHANGELOG.md" --output-format md
+cmp -s "$work/CHANGELOG.md" CHANGELOG.md \
+  || fail "CHANGELOG.md is not what changelogs/changelog.yaml generates: run antsibull-changelog generate"
 
 dist="$root/.build/dist"
 rm -rf "$dist"
@@ -38,8 +37,6 @@ if [ "${#tarballs[@]}" != 1 ] || [ ! -f "${tarballs[0]}" ]; then
 fi
 tarball=${tarballs[0]}
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 tar -tzf "$tarball" | sed 's#/$##' | sort >"$work/members"
 
 # Checked against two lists: galaxy.yml's build_ignore (did ansible-galaxy apply every pattern the
