@@ -13,15 +13,15 @@ export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections:$(ROOT)/.build/collectio
 export XDG_CACHE_HOME := $(ROOT)/.build/xdg-cache
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test lint sanity unit molecule molecule-all bench bench-noop tools engine clean distclean help
+.PHONY: demo test lint sanity unit package molecule molecule-all bench bench-noop tools engine clean distclean help
 
 help:
-	@echo "make demo | test | lint | sanity | unit | molecule SCENARIO=<$(SCENARIOS)> | clean | distclean"
+	@echo "make demo | test | lint | sanity | unit | package | molecule SCENARIO=<$(SCENARIOS)> | clean | distclean"
 
 demo: tools engine
 	tools/demo.sh
 
-test: lint sanity unit molecule-all
+test: lint sanity unit package molecule-all
 
 tools:
 	@tools/venv.sh
@@ -38,6 +38,10 @@ sanity: tools
 
 unit: tools
 	python -m pytest -p no:cacheprovider --import-mode=importlib tests/unit
+
+# The Galaxy tarball as users install it, its docs, the changelog fragments and the EE context.
+package: tools
+	tools/package-check.sh
 
 molecule: tools engine
 	molecule test -s $(SCENARIO)

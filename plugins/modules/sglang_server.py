@@ -163,7 +163,7 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 notes:
   - The module blocks until the server is ready or failed. Run it with C(async) and poll RV(progress_path)
-    to show progress during a long start (the M(inferops.gpu.sglang_server) role does).
+    to show progress during a long start (the P(inferops.gpu.sglang_server#role) role does).
   - Free GPU memory is checked with NVML or C(nvidia-smi); without either (no GPU) that check is skipped.
 author:
   - inferops.gpu maintainers (@inferops)
