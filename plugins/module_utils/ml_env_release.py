@@ -116,7 +116,7 @@ class Host:
 
     def read_text(self, path):
         try:
-            with open(path) as handle:
+            with open(path, encoding='utf-8') as handle:
                 return handle.read()
         except (OSError, UnicodeDecodeError):
             return None
@@ -178,7 +178,7 @@ class Host:
     def write_file(self, path, content, mode=0o644):
         """Replace path with content in one rename(2): a reader sees the old file or the new one."""
         temp = path + '.ml-env-tmp'
-        with open(temp, 'w') as handle:
+        with open(temp, 'w', encoding='utf-8') as handle:
             handle.write(content)
             handle.flush()
             os.fsync(handle.fileno())
@@ -234,6 +234,9 @@ def plan(host, layout, name, rollback=False):
     current = normal(host.readlink(layout.path))
     previous = normal(host.readlink(layout.previous_link))
     release = layout.release(name)
+    if not current and host.lexists(layout.path):
+        raise ReleaseError('%s exists and is not a symlink (a venv built by hand?); move it away: only a link to a '
+                           'release is replaced' % layout.path)
     state = dict(current=current, previous=previous, release=release, damaged=[])
     if rollback:
         if not previous or not is_trusted(host, previous):

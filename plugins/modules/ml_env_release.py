@@ -9,10 +9,10 @@ DOCUMENTATION = r"""
 ---
 module: ml_env_release
 short_description: Keep the releases of an ml-env venv (trust, build bookkeeping, atomic switch, prune, rollback)
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Manages the layout the M(inferops.gpu.ml_env) role builds into. O(path) is a symlink to the current release
-    C(O(root)/releases/<name>); C(O(root)/previous) names the release it replaced; a release is trusted only when its
+    O(root)C(/releases/<name>); O(root)C(/previous) names the release it replaced; a release is trusted only when its
     C(.verified) marker holds its name, written after verification passed, and its interpreter is there.
   - The module does not install or verify packages; the role runs the installer and M(inferops.gpu.ml_env_check)
     between the calls. The same module call makes a ready release current and tells the role what is left to do
@@ -28,8 +28,8 @@ description:
   - With O(state=verified), after verification passed, keeps O(report) as C(.ml_env/verify.json), writes the marker,
     makes the release current and prunes.
   - With O(state=absent), removes a release whose build or verification failed; never the current one.
-  - The switch records the release being replaced as C(O(root)/previous) first, then renames a new link over
-    O(path) (one C(rename(2))), so O(path) always names a whole release.
+  - The switch records the release being replaced as O(root)C(/previous) first, then renames a new link over
+    O(path) (one rename(2) system call), so O(path) always names a whole release.
   - Pruning keeps O(keep) releases (the current one, the previous one, then the most recently verified) and
     removes every directory without a marker (a build that was killed).
 options:

@@ -697,3 +697,12 @@ def test_a_real_release_goes_through_plan(real_release, tmp_path):
     state = mr.plan(host, layout, A)
     assert state['trusted'] and state['next'] == '' and state['target'] == release
     assert sys.executable  # the venv was made from the interpreter running the tests
+
+
+def test_a_real_directory_at_path_is_refused(site):
+    site.make(B)
+    os.makedirs(site.path)
+    with pytest.raises(mr.ReleaseError) as info:
+        site.call(name=B)
+    assert str(info.value).startswith('%s exists and is not a symlink' % site.path)
+    assert os.path.isdir(site.path) and not os.path.islink(site.path)
