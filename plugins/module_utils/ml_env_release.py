@@ -150,7 +150,7 @@ class Host:
         return [], 'its interpreter does not run (rc=%d): %s' % (rc, ''.join(last))
 
     # Writing.
-    def _own(self, path):
+    def own(self, path):
         if self.owner is not None:
             os.lchown(path, self.owner[0], self.owner[1])
 
@@ -162,7 +162,7 @@ class Host:
         for item in reversed(missing):
             os.mkdir(item, mode)
             os.chmod(item, mode)
-            self._own(item)
+            self.own(item)
 
     def file_differs(self, path, content, mode):
         try:
@@ -183,7 +183,7 @@ class Host:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temp, mode)
-        self._own(temp)
+        self.own(temp)
         os.rename(temp, path)
 
     def link(self, target, path):
@@ -192,7 +192,7 @@ class Host:
         if os.path.lexists(temp):
             os.remove(temp)
         os.symlink(target, temp)
-        self._own(temp)
+        self.own(temp)
         os.rename(temp, path)
 
     def remove_link(self, path):

@@ -222,7 +222,8 @@ def main():
         module.fail_json(msg=str(exc))
     except (IOError, OSError) as exc:
         module.fail_json(msg='%s: %s' % (type(exc).__name__, exc))
-    if module._diff and result['changed']:
+    # Ansible shows a diff only under --diff; computing it is one directory listing.
+    if result['changed']:
         if module.check_mode:
             result['diff'] = dict(prepared='\n'.join(result['actions']) + '\n')
         else:

@@ -151,7 +151,10 @@ def test_run_restores_through_the_alternatives(tree):
     os.symlink(alternatives.alt_link, str(tree / 'cuda'))
     host = ctl.Host(alternatives, '/usr/bin/update-alternatives')
     # The real alternatives link is /etc/alternatives/cuda: read the tree's one as if it were.
-    read = lambda path: dict(ctl.read_link(path), src=ctl.ALTERNATIVES_LINK)  # noqa: E731
+
+    def read(path):
+        return dict(ctl.read_link(path), src=ctl.ALTERNATIVES_LINK)
+
     result = ctl.run(host, params(tree, state='restored', previous=str(tree / 'cuda-12.8')), read=read)
     assert result['actions'] == ['update-alternatives --set cuda %s' % (tree / 'cuda-12.8')]
     assert os.path.realpath(str(tree / 'cuda')) == str(tree / 'cuda-12.8')
