@@ -114,6 +114,9 @@ class Host:
         except OSError:
             return False
 
+    def isdir(self, path):
+        return os.path.isdir(path)
+
     def read_text(self, path):
         try:
             with open(path, encoding='utf-8') as handle:
@@ -336,7 +339,7 @@ def prepare_build(host, layout, release, dry_run):
     """The directory a build starts from: the releases directory there, no leftover of a build
     that never passed verification (a venv cannot be moved, so the build happens in place)."""
     actions = []
-    if not host.is_release_dir(layout.releases):
+    if not host.isdir(layout.releases):
         actions.append('create %s' % layout.releases)
         if not dry_run:
             host.makedirs(layout.releases)
