@@ -63,7 +63,9 @@ def test_b_holds_the_moved_pin(host, b):
 
 @pytest.mark.parametrize("which", ["a", "b"])
 def test_site_files_are_in_every_release(host, which, request):
-    hook = host.file(request.getfixturevalue(which) + "/lib/python3.11/site-packages/_inferops_probe.pth")
+    release = request.getfixturevalue(which)
+    purelib = host.check_output(release + "/bin/python -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])'")
+    hook = host.file(purelib + "/_inferops_probe.pth")
     assert hook.user == "root" and hook.mode == 0o644
     assert "INFEROPS_PROBE" in hook.content_string
 
