@@ -5,6 +5,8 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 ROOT := $(CURDIR)
 SCENARIO ?= default
+# The scenario run on the oldest supported ansible-core (meta/runtime.yml), by `make molecule-floor`.
+FLOOR_SCENARIO ?= default
 SCENARIOS := $(notdir $(patsubst %/molecule.yml,%,$(wildcard extensions/molecule/*/molecule.yml)))
 
 export PATH := $(ROOT)/.build/venv/bin:$(PATH)
@@ -14,14 +16,16 @@ export XDG_CACHE_HOME := $(ROOT)/.build/xdg-cache
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: demo test lint sanity unit package molecule molecule-all bench bench-noop tools engine clean distclean help
+.PHONY: tools-floor lint-floor sanity-floor unit-floor molecule-floor
 
 help:
-	@echo "make demo | test | lint | sanity | unit | package | molecule SCENARIO=<$(SCENARIOS)> | clean | distclean"
+	@echo "make demo | test | lint | sanity | unit | package | molecule SCENARIO=<$(SCENARIOS)> | bench | clean | distclean"
+	@echo "on the oldest supported ansible-core: make lint-floor | sanity-floor | unit-floor | molecule-floor FLOOR_SCENARIO=<name>"
 
 demo: tools engine
 	tools/demo.sh
 
-test: lint sanity unit package molecule-all
+test: lint sanity unit package lint-floor sanity-floor unit-floor molecule-all
 
 tools:
 	@tools/venv.sh
@@ -45,6 +49,30 @@ package: tools
 
 molecule: tools engine
 	molecule test -s $(SCENARIO)
+
+# The same checks with the floor venv (.build/venv-floor, tools/requirements-floor.txt: the oldest
+# ansible-core meta/runtime.yml accepts) first on PATH and its own Ansible state, so nothing the
+# newest core wrote (caches, ansible-test venvs) is reused by the oldest.
+FLOOR_TARGETS := tools-floor lint-floor sanity-floor unit-floor molecule-floor
+$(FLOOR_TARGETS): export PATH := $(ROOT)/.build/venv-floor/bin:$(PATH)
+$(FLOOR_TARGETS): export ANSIBLE_HOME := $(ROOT)/.build/ansible-home-floor
+$(FLOOR_TARGETS): export XDG_CACHE_HOME := $(ROOT)/.build/xdg-cache-floor
+
+tools-floor:
+	@tools/venv.sh floor
+	@tools/collections.sh
+
+lint-floor: tools-floor
+	ansible-lint --offline
+
+sanity-floor: tools-floor
+	TOOLS_VENV=floor tools/sanity.sh
+
+unit-floor: tools-floor
+	python -m pytest -p no:cacheprovider --import-mode=importlib tests/unit
+
+molecule-floor: tools-floor engine
+	molecule test -s $(FLOOR_SCENARIO)
 
 # The rolling scenario runs beside the others: a roll goes one host at a time, mostly waiting, and
 # it is the longest. Not beside bad_input, which runs first: its one check play of ~200 hosts is

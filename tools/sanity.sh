@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # ansible-test wants the collection at .../ansible_collections/inferops/gpu: lay the checkout's
 # files out there (tracked and new, not ignored) and run sanity on that copy.
+# TOOLS_VENV=NAME runs it with the ansible-test of .build/venv-NAME (tools/venv.sh NAME), e.g. floor
+# for the oldest supported ansible-core; each venv has its own copy and ansible-test home.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-tree="$root/.build/sanity/ansible_collections/inferops/gpu"
+suffix=${TOOLS_VENV:+-$TOOLS_VENV}
+if [ -n "$suffix" ]; then
+  export PATH="$root/.build/venv$suffix/bin:$PATH"
+fi
+tree="$root/.build/sanity$suffix/ansible_collections/inferops/gpu"
 python_version=3.12
 
 # ansible-test skips its shellcheck test when the program is missing.
@@ -18,7 +24,7 @@ mkdir -p "$tree"
 
 # ansible-test bootstraps pip in its venvs with a get-pip script from a host that is not
 # reachable here; tools/get_pip_shim.py does that job with the venv's own ensurepip.
-home="$root/.build/ansible-test-home"
+home="$root/.build/ansible-test-home$suffix"
 pip_version=$(python -c 'import sys, types; from ansible_test._internal.python_requirements import get_venv_packages as g; print(g(types.SimpleNamespace(version=sys.argv[1]))["pip"])' "$python_version")
 mkdir -p "$home/.ansible/test/cache"
 cp "$root/tools/get_pip_shim.py" "$home/.ansible/test/cache/get_pip_${pip_version//./_}.py"
