@@ -100,7 +100,7 @@ molecule-all: tools tools-floor engine
 bench: bench-noop
 
 bench-noop: tools engine
-	bench/noop_converge.py
+	python bench/noop_converge.py
 
 clean:
 	-tools/demo.sh --destroy

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A no-op site.yml against Ansible's floor, side by side (issue 12 item 7, issue 13 figure 4).
 
 Starts the demo hosts (tools/demo.sh: two systemd containers, site.yml converged cold once), then
@@ -6,11 +5,12 @@ interleaves RUNS no-op runs of `site.yml -l <hosts>` with RUNS runs of bench/flo
 ten stat tasks) over the same hosts, and reports the medians, their ratio, the task counts, the
 changed count (must be 0) and where the no-op time goes per role. Writes the section between the
 noop markers of docs/benchmarks.md. Run from the repository root with the tool venv on PATH
-(`make bench-noop`).
+(`make bench-noop`, or `python bench/noop_converge.py`).
 """
 
 import argparse
 import collections
+import datetime
 import json
 import os
 import platform
@@ -56,7 +56,6 @@ def summarise(report):
 
 
 def _seconds(stamp):
-    import datetime
     return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
 
 
@@ -71,15 +70,15 @@ def main():
     if not args.no_demo:
         subprocess.run([os.path.join(ROOT, "tools", "demo.sh")], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     noop, floor = [], []
-    for _ in range(args.runs):
+    for dummy in range(args.runs):
         floor.append(play("bench/floor.yml", args.limit))
         noop.append(play("site.yml", args.limit))
     hosts = len(noop[0][1]["stats"])
-    noop_s = statistics.median(s for s, _ in noop)
-    floor_s = statistics.median(s for s, _ in floor)
+    noop_s = statistics.median(seconds for seconds, report in noop)
+    floor_s = statistics.median(seconds for seconds, report in floor)
     ran, skipped, changed, per_role = summarise(noop[-1][1])
     floor_ran = summarise(floor[-1][1])[0]
-    changed_all = [summarise(r)[2] for _, r in noop]
+    changed_all = [summarise(report)[2] for seconds, report in noop]
     lines = [
         START,
         "## No-op converge against Ansible's floor (%s)" % time.strftime("%Y-%m-%d"),
@@ -92,9 +91,9 @@ def main():
         "",
         "| run | median s | runs (s) | tasks run per host | skipped | changed |",
         "| --- | --- | --- | --- | --- | --- |",
-        "| floor | %.1f | %s | %d | 0 | 0 |" % (floor_s, ", ".join("%.1f" % s for s, _ in floor), floor_ran // hosts),
+        "| floor | %.1f | %s | %d | 0 | 0 |" % (floor_s, ", ".join("%.1f" % seconds for seconds, report in floor), floor_ran // hosts),
         "| no-op `site.yml` | %.1f | %s | %d | %d | %s |" % (
-            noop_s, ", ".join("%.1f" % s for s, _ in noop), ran // hosts, skipped // hosts,
+            noop_s, ", ".join("%.1f" % seconds for seconds, report in noop), ran // hosts, skipped // hosts,
             ", ".join(str(c) for c in changed_all)),
         "",
         "Ratio no-op / floor: **%.2f** (target: at most 2)." % (noop_s / floor_s),

@@ -630,14 +630,14 @@ def real_release(tmp_path):
     def run_command(argv, environ_update=None):
         env = dict(os.environ, **(environ_update or {}))
         proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60,
-                              universal_newlines=True)
+                              universal_newlines=True, check=False)
         return proc.returncode, proc.stdout, proc.stderr
 
     return mr.Host(run_command), str(release), site_packages
 
 
 def test_files_check_finds_nothing_in_an_intact_release(real_release):
-    host, release, _ = real_release
+    host, release, dummy = real_release
     assert host.integrity(release) == ([], '')
 
 
@@ -674,13 +674,13 @@ def test_files_check_finds_a_missing_file(real_release):
 def test_files_check_ignores_the_hosts_distributions(real_release):
     # The release's interpreter sees the host's site-packages only through system site packages;
     # pyvenv.cfg says false here, and the check reads the release's own distributions anyway.
-    host, release, _ = real_release
+    host, release, dummy = real_release
     damaged, broken = host.integrity(release)
     assert broken == '' and all(item['name'] == 'demo' for item in damaged)
 
 
 def test_an_interpreter_that_does_not_start_is_broken(real_release):
-    host, release, _ = real_release
+    host, release, dummy = real_release
     os.remove(os.path.join(release, 'pyvenv.cfg'))
     python = os.path.join(release, 'bin', 'python')
     os.remove(python)
@@ -692,7 +692,7 @@ def test_an_interpreter_that_does_not_start_is_broken(real_release):
 
 
 def test_a_real_release_goes_through_plan(real_release, tmp_path):
-    host, release, _ = real_release
+    host, release, dummy = real_release
     layout = mr.Layout(str(tmp_path / 'ml-env.d'), str(tmp_path / 'ml-env'))
     state = mr.plan(host, layout, A)
     assert state['trusted'] and state['next'] == '' and state['target'] == release

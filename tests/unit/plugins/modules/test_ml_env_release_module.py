@@ -156,4 +156,3 @@ def test_a_real_directory_at_path_is_not_replaced(tmp_path):
     # Not a link: the role's validation refuses it first; the module must not rename over it.
     assert result['failed'] and 'exists and is not a symlink' in result['msg']
     assert os.path.isdir(layout.path) and not os.path.islink(layout.path)
-
