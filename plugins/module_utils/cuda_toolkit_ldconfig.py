@@ -14,7 +14,8 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat as stat_module
-import tempfile
+
+from ansible_collections.inferops.gpu.plugins.module_utils.atomic_file import replace_bytes
 
 MODE = 0o644
 ROOT = 0
@@ -52,20 +53,7 @@ class Files:
 
     def write(self, path, data):
         """Replaces path in one rename: the loader never reads a half-written file."""
-        directory, name = os.path.split(path)
-        handle, temp = tempfile.mkstemp(prefix='.%s.' % name, dir=directory or '.')
-        try:
-            with os.fdopen(handle, 'wb') as out:
-                out.write(data)
-                out.flush()
-                os.fchmod(out.fileno(), MODE)
-                os.fchown(out.fileno(), self.uid, self.gid)
-                os.fsync(out.fileno())
-            os.rename(temp, path)
-        except BaseException:
-            if os.path.lexists(temp):
-                os.remove(temp)
-            raise
+        replace_bytes(path, data, MODE, self.uid, self.gid)
 
     def set_attributes(self, path):
         os.chown(path, self.uid, self.gid)

@@ -15,9 +15,9 @@ from __future__ import annotations
 import grp
 import os
 import pwd
-import shutil
 import stat as stat_module
-import tempfile
+
+from ansible_collections.inferops.gpu.plugins.module_utils.atomic_file import replace_copy
 
 
 def _name(lookup, ident):
@@ -58,22 +58,6 @@ def same_file(a, b, mode=None):
         return False
 
 
-def _copy(src, dest, mode, uid=None, gid=None):
-    """src -> dest atomically (a temp file in dest's directory, then rename), with mode and owner."""
-    fd, tmp = tempfile.mkstemp(prefix='.snapshot-', dir=os.path.dirname(dest) or '.')
-    try:
-        with os.fdopen(fd, 'wb') as out, open(src, 'rb') as data:
-            shutil.copyfileobj(data, out, 1 << 20)
-        if uid is not None:
-            os.chown(tmp, uid, gid)
-        os.chmod(tmp, int(mode, 8))
-        os.rename(tmp, dest)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _read_text(path):
     try:
         with open(path) as handle:
@@ -100,7 +84,7 @@ def take(directory, files, link='', revision_file='', check_mode=False):
         if found['exists'] and not same_file(path, kept, found['mode']):
             copied.append(path)
             if not check_mode:
-                _copy(path, kept, found['mode'], 0, 0)
+                replace_copy(kept, path, int(found['mode'], 8), 0, 0)
     release = os.readlink(link) if link and os.path.islink(link) else ''
     return dict(changed=changed or bool(copied), copied=copied, files=records, release=release,
                 revision=_read_text(revision_file) if revision_file else '')
@@ -140,5 +124,5 @@ def restore(directory, files, check_mode=False):
             continue
         restored.append(path)
         if not check_mode:
-            _copy(kept, path, entry['mode'], uid, gid)
+            replace_copy(path, kept, int(entry['mode'], 8), uid, gid)
     return dict(changed=bool(restored or removed), restored=restored, removed=removed)
