@@ -2,7 +2,8 @@
 # On the real GPU host: site.yml with the sglang_server role over the GPU stand-in (--tp 2: two
 # rank processes, each holding memory on its GPU, one NCCL all-reduce per generated token).
 #   1. a foreign process holds GPU memory: preflight must refuse and name its PID
-#   2. the foreign process gone: start, health gate, a few generations, nvidia-smi while serving
+#   2. the foreign process gone: start, health gate, a few generations, nvidia-smi while serving;
+#      then the no-op run (the fast path) timed against Ansible's floor, and a hand edit repaired
 #   4. a new configuration whose ranks crash: site.yml rolls the serving host back to the running one
 #   3. stop: the module waits until the ranks' GPU memory is free; nvidia-smi afterwards
 # Everything lands in $OUT (summary.txt plus logs.tgz). Needs .whl (ansible-core) and .gpuwheels
@@ -54,6 +55,26 @@ say "  generations: $(grep -c completion_tokens "$out/generate.json") answered"
 grep -h "NCCL_\|TRITON_PTXAS_PATH\|CUDA_HOME" /var/log/sglang/*.log | head -n 6 | sed 's/^/  rank env: /' | tee -a "$summary"
 play 2b-started-again
 say "  second run changed: $(grep -c 'changed:' "$out/2b-started-again.log") changed task lines"
+say "  $(grep -A3 'nodes have nothing to do' "$out/2b-started-again.log" | grep -E 'converged|not_converged' | tr -s ' ' | tr '\n' ' ')"
+say "  role tasks run: $(grep -c '^TASK \[inferops.gpu\.' "$out/2b-started-again.log")"
+# The no-op site.yml (the fast path) against Ansible's floor (facts plus ten stat tasks), interleaved.
+noop=() floor=()
+for _ in 1 2 3 4 5; do
+  t0=$(date +%s.%N); ansible-playbook -i tests/gpu/inventory.yml -l blackwell bench/floor.yml >>"$out/floor.log" 2>&1; t1=$(date +%s.%N)
+  ansible-playbook -i tests/gpu/inventory.yml -e @tests/gpu/sglang.yml site.yml -l blackwell >>"$out/noop.log" 2>&1; t2=$(date +%s.%N)
+  floor+=("$(python3 -c "print(round($t1 - $t0, 2))")") noop+=("$(python3 -c "print(round($t2 - $t1, 2))")")
+done
+say "  floor runs (s): ${floor[*]}"
+say "  no-op site.yml runs (s): ${noop[*]}"
+say "  no-op recaps: $(grep -A1 'PLAY RECAP' "$out/noop.log" | grep -v 'PLAY RECAP\|^--' | tr -s ' ' | sort | uniq -c | tr '\n' ' ')"
+
+# 2c. A hand edit of a managed file: the fast path sees it, the roles put the file back.
+echo "HAND_EDIT=1" >>/etc/inferops/runtime-env.env
+play 2c-drift
+say "  $(grep -A4 'nodes have nothing to do' "$out/2c-drift.log" | grep -E 'not_converged|gpu-host' | tr -s ' ' | tr '\n' ' ')"
+say "  hand edit left after the run: $(grep -c HAND_EDIT /etc/inferops/runtime-env.env)"
+play 2d-after-drift
+say "  role tasks run: $(grep -c '^TASK \[inferops.gpu\.' "$out/2d-after-drift.log")"
 say "  files before the roll: $(stat -c '%n %U:%G %a' /etc/inferops/runtime-env.json /etc/inferops/runtime-env.env /etc/sglang/sglang-server.env /var/log/sglang/revision | tr '\n' ' ')"
 
 # 4. A new configuration whose ranks crash on the GPUs: the host serves, so site.yml rolls it: the

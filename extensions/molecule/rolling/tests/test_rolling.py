@@ -6,9 +6,13 @@
 3. A clean roll to B converges every host (the scenario's idempotence step has shown that site.yml
    on the serving fleet restarts nothing). 4. site.yml with a changed pin (release C) rolls the
    serving fleet one host at a time. 5. verify.yml reports every host without changing it.
+6. The fast path: a hand-edited file sends its node through the roles, which put it back, and
+   inferops_fast_path=false sends a converged node through them (a no-op roll restarts nothing);
+   then a no-op site.yml over the converged fleet runs no role task at all; a bad switch is refused.
 Through all of it, at no sample time is more than one host (one batch) out of service.
 """
 
+import collections
 import json
 import os
 import subprocess
@@ -53,7 +57,8 @@ def ansible_playbook(playbook, *args, host_vars=None, timeout=1500):
                     messages.append("%s: %s" % (host, result.get("msg", "")))
                 if "msg" in result and "upgraded:" in str(result.get("msg")):
                     messages.append("%s: %s" % (host, result["msg"]))
-    return proc.returncode, report.get("stats", {}), "\n".join(messages), proc.stdout[-4000:] + proc.stderr[-2000:]
+    return (proc.returncode, report.get("stats", {}), "\n".join(messages), proc.stdout[-4000:] + proc.stderr[-2000:],
+            report)
 
 
 def docker(host, command):
@@ -104,7 +109,8 @@ class Roll:
 
     def __init__(self, playbook, *args, host_vars=None):
         self.started = time.time()
-        self.rc, self.stats, self.messages, self.tail = ansible_playbook(playbook, *args, host_vars=host_vars)
+        self.rc, self.stats, self.messages, self.tail, self.report = ansible_playbook(playbook, *args,
+                                                                                      host_vars=host_vars)
         self.ended = time.time()
 
     def assert_one_batch_at_most(self):
@@ -214,7 +220,7 @@ def test_site_with_a_changed_pin_rolls_one_host_at_a_time(site_new_pin, clean_ro
 def test_the_fleet_report_reads_every_host_without_changing_it(site_new_pin):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "fleet.json")
-        rc, stats, messages, tail = ansible_playbook("verify.yml", "-e", "verify_report_path=" + path)
+        rc, stats, messages, tail, dummy = ansible_playbook("verify.yml", "-e", "verify_report_path=" + path)
         assert rc == 0, tail
         with open(path) as handle:
             report = json.load(handle)
@@ -228,3 +234,67 @@ def test_the_fleet_report_reads_every_host_without_changing_it(site_new_pin):
         assert row["throughput"]["tokens_per_second"] > 0 and row["throughput"]["passed"] is True
         assert row["gpus"]["count"] == 0
     assert report["table"][0].split()[:3] == ["host", "toolkit", "stack"]
+
+
+def check_results(report):
+    """Per host, the result of the fast path's comparison with the record (playbooks/converged.yml)."""
+    for play in report.get("plays", []):
+        for task in play.get("tasks", []):
+            if task["task"]["name"] == "Compare the node with the record of its last converge":
+                return task["hosts"]
+    return {}
+
+
+def role_tasks_run(report):
+    """Per host, how many tasks of the collection's roles ran (not skipped)."""
+    ran = collections.Counter()
+    for play in report.get("plays", []):
+        for task in play.get("tasks", []):
+            if task["task"]["name"].startswith("inferops.gpu."):
+                for host, result in task["hosts"].items():
+                    ran[host] += 0 if result.get("skipped") else 1
+    return dict((host, count) for host, count in ran.items() if count)
+
+
+@pytest.fixture(scope="module")
+def drift_and_switch(site_new_pin):
+    docker(HOSTS[0], "echo EDITED=1 >> /etc/inferops/runtime-env.env")
+    pids = dict((host, main_pid(host)) for host in HOSTS)
+    roll = Roll("site.yml", "-e", "ml_env_profile=ci-c", "-e", "inferops_fast_path=false", "-l", ",".join(HOSTS[:2]))
+    return roll, pids
+
+
+def test_drift_and_the_switch_send_a_node_through_the_roles(drift_and_switch):
+    roll, pids = drift_and_switch
+    assert roll.rc == 0, roll.tail
+    checked = check_results(roll.report)
+    assert not checked[HOSTS[0]]["converged"], checked[HOSTS[0]]
+    assert "/etc/inferops/runtime-env.env: its content changed" in checked[HOSTS[0]]["drift"], checked[HOSTS[0]]
+    # The second node matched its record; the switch sent it through the roles all the same.
+    assert checked[HOSTS[1]]["converged"], checked[HOSTS[1]]
+    ran = role_tasks_run(roll.report)
+    assert ran.get(HOSTS[0], 0) > 50 and ran.get(HOSTS[1], 0) > 50, ran
+    # The roles put the file back; a node with nothing to change kept its server running.
+    assert docker(HOSTS[0], "grep -c EDITED=1 /etc/inferops/runtime-env.env") == "0"
+    assert main_pid(HOSTS[1]) == pids[HOSTS[1]]
+    assert roll.stats[HOSTS[1]]["changed"] == 0, roll.stats
+    assert all(health(host) == "200" for host in HOSTS[:2])
+    roll.assert_one_batch_at_most()
+
+
+def test_a_no_op_site_run_over_the_converged_fleet_runs_no_role_task(drift_and_switch):
+    pids = dict((host, main_pid(host)) for host in HOSTS)
+    roll = Roll("site.yml", "-e", "ml_env_profile=ci-c")
+    assert roll.rc == 0, roll.tail
+    checked = check_results(roll.report)
+    assert sorted(checked) == HOSTS and all(result["converged"] for result in checked.values()), checked
+    assert role_tasks_run(roll.report) == {}
+    assert all(roll.stats[host]["changed"] == 0 for host in HOSTS), roll.stats
+    assert dict((host, main_pid(host)) for host in HOSTS) == pids
+
+
+def test_a_bad_fast_path_switch_is_refused_before_any_change(drift_and_switch):
+    roll = Roll("site.yml", "-e", "ml_env_profile=ci-c", "-e", "inferops_fast_path=maybe", "-l", HOSTS[0])
+    assert roll.rc != 0
+    assert "inferops_fast_path must be a boolean (true or false), got maybe" in roll.messages, roll.tail
+    assert roll.stats[HOSTS[0]]["changed"] == 0 and role_tasks_run(roll.report) == {}

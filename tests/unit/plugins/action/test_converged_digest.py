@@ -1,0 +1,50 @@
+# -*- coding: utf-8 -*-
+# Copyright: inferops.gpu contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The digest of a node's input: what changes it and what does not."""
+
+from __future__ import annotations
+
+import shutil
+
+from ansible_collections.inferops.gpu.plugins.action.converged import ROOT, code_digest, input_digest, input_variables
+
+VARS = {'ml_env_profile': 'ci-a', 'sglang_server_port': 30000, 'inventory_hostname': 'h1',
+        'sglang_server_api_key': '{{ vault_key }}', 'hostvars': {'x': 1}, '__ml_env_hash': 'x',
+        'rolling_serial': 1, 'inferops_fast_path': True, 'inferops_proxy': {'https_proxy': 'http://p:3128'}}
+
+
+def test_only_the_role_and_collection_variables_count_and_not_those_that_steer_a_run():
+    assert sorted(input_variables(VARS)) == ['inferops_proxy', 'ml_env_profile', 'sglang_server_api_key',
+                                             'sglang_server_port']
+    same = dict(VARS, rolling_serial=4, inferops_fast_path=False, inventory_hostname='h2', ansible_host='10.0.0.9')
+    assert input_digest(same, 'code') == input_digest(VARS, 'code')
+
+
+def test_a_changed_input_or_code_changes_the_digest():
+    base = input_digest(VARS, 'code')
+    assert input_digest(dict(VARS, ml_env_profile='ci-b'), 'code') != base
+    assert input_digest(dict(VARS, sglang_server_extra_args=['--x']), 'code') != base
+    assert input_digest(dict(VARS, sglang_server_api_key='{{ other }}'), 'code') != base
+    assert input_digest(VARS, 'other code') != base
+
+
+def test_values_json_cannot_encode_are_hashed_by_their_text():
+    class Vaulted:
+        def __str__(self):
+            return 'secret'
+    assert input_digest(dict(VARS, sglang_server_hf_token=Vaulted()), 'code') != input_digest(VARS, 'code')
+
+
+def test_the_code_digest_covers_the_collection_and_sees_a_change(tmp_path):
+    copy = tmp_path / 'gpu'
+    for top in ('meta', 'playbooks', 'plugins', 'roles'):
+        shutil.copytree(str(ROOT + '/' + top), str(copy / top), ignore=shutil.ignore_patterns('__pycache__'))
+    first = code_digest(str(copy))
+    assert first == code_digest(str(copy)) and first == code_digest(ROOT)
+    (copy / 'tests.txt').write_text('outside the code')
+    (copy / 'roles' / 'ml_env' / 'README.md').write_text('documentation changes nothing on a node')
+    assert code_digest(str(copy)) == first
+    defaults = copy / 'roles' / 'ml_env' / 'defaults' / 'main.yml'
+    defaults.write_text(defaults.read_text() + '# a changed default\n')
+    assert code_digest(str(copy)) != first
