@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the real GPU host: site.yml with the sglang_server role over the GPU stand-in (--tp 2: two
-# rank processes, each holding memory on its GPU, one NCCL all-reduce per generated token).
+# rank processes, each holding memory on its GPU, one NCCL all-reduce per generated token; --tp 1
+# on a one-GPU host).
 #   1. a foreign process holds GPU memory: preflight must refuse and name its PID
 #   2. the foreign process gone: start, health gate, a few generations, nvidia-smi while serving;
 #      then the no-op run (the fast path) timed against Ansible's floor, and a hand edit repaired
@@ -22,10 +23,14 @@ if [ -x /usr/sbin/logrotate ]; then export HAVE_LOGROTATE=true; else export HAVE
 say() { echo "$*" | tee -a "$summary"; }
 smi() { nvidia-smi --query-compute-apps=pid,used_memory,gpu_uuid --format=csv,noheader; }
 mkdir -p /srv/models/standin && echo '{"architectures": ["StandInForCausalLM"]}' >/srv/models/standin/config.json
+# On a one-GPU host (the 1x H200 kind) the server runs one rank: --tp 1.
+gpus=$(nvidia-smi -L | wc -l)
+tp_args=()
+[ "$gpus" -lt 2 ] && tp_args=(-e '{"sglang_server_args": ["--tp", "1", "--cuda-graph-max-bs", "128"]}')
 play() {  # $1 = log name, rest = extra ansible-playbook args
   local name=$1; shift
   local start=$SECONDS
-  ansible-playbook -i tests/gpu/inventory.yml -e @tests/gpu/sglang.yml site.yml -l blackwell "$@" >"$out/$name.log" 2>&1
+  ansible-playbook -i tests/gpu/inventory.yml -e @tests/gpu/sglang.yml "${tp_args[@]}" site.yml -l blackwell "$@" >"$out/$name.log" 2>&1
   local rc=$?
   say "$name: rc=$rc in $((SECONDS - start)) s; $(grep -A1 'PLAY RECAP' "$out/$name.log" | tail -n1 | tr -s ' ')"
   return $rc
@@ -61,7 +66,7 @@ say "  role tasks run: $(grep -c '^TASK \[inferops.gpu\.' "$out/2b-started-again
 noop=() floor=()
 for _ in 1 2 3 4 5; do
   t0=$(date +%s.%N); ansible-playbook -i tests/gpu/inventory.yml -l blackwell bench/floor.yml >>"$out/floor.log" 2>&1; t1=$(date +%s.%N)
-  ansible-playbook -i tests/gpu/inventory.yml -e @tests/gpu/sglang.yml site.yml -l blackwell >>"$out/noop.log" 2>&1; t2=$(date +%s.%N)
+  ansible-playbook -i tests/gpu/inventory.yml -e @tests/gpu/sglang.yml "${tp_args[@]}" site.yml -l blackwell >>"$out/noop.log" 2>&1; t2=$(date +%s.%N)
   floor+=("$(python3 -c "print(round($t1 - $t0, 2))")") noop+=("$(python3 -c "print(round($t2 - $t1, 2))")")
 done
 say "  floor runs (s): ${floor[*]}"
