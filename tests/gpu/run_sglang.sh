@@ -35,6 +35,9 @@ play() {  # $1 = log name, rest = extra ansible-playbook args
   say "$name: rc=$rc in $((SECONDS - start)) s; $(grep -A1 'PLAY RECAP' "$out/$name.log" | tail -n1 | tr -s ' ')"
   return $rc
 }
+fast_path() {  # the fast path's verdict in a run's log: which nodes are converged, why the others are not
+  sed -n '/nodes have nothing to do/,/^$/p' "$1" | tail -n +3 | tr -s ' ' | tr '\n' ' '
+}
 say "logrotate: $HAVE_LOGROTATE, setpriv: $(command -v setpriv)"
 say "host: $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' '), PID 1 = $(cat /proc/1/comm)"
 
@@ -60,7 +63,7 @@ say "  generations: $(grep -c completion_tokens "$out/generate.json") answered"
 grep -h "NCCL_\|TRITON_PTXAS_PATH\|CUDA_HOME" /var/log/sglang/*.log | head -n 6 | sed 's/^/  rank env: /' | tee -a "$summary"
 play 2b-started-again
 say "  second run changed: $(grep -c 'changed:' "$out/2b-started-again.log") changed task lines"
-say "  $(grep -A3 'nodes have nothing to do' "$out/2b-started-again.log" | grep -E 'converged|not_converged' | tr -s ' ' | tr '\n' ' ')"
+say "  $(fast_path "$out/2b-started-again.log")"
 say "  role tasks run: $(grep -c '^TASK \[inferops.gpu\.' "$out/2b-started-again.log")"
 # The no-op site.yml (the fast path) against Ansible's floor (facts plus ten stat tasks), interleaved.
 noop=() floor=()
@@ -76,7 +79,7 @@ say "  no-op recaps: $(grep -A1 'PLAY RECAP' "$out/noop.log" | grep -v 'PLAY REC
 # 2c. A hand edit of a managed file: the fast path sees it, the roles put the file back.
 echo "HAND_EDIT=1" >>/etc/inferops/runtime-env.env
 play 2c-drift
-say "  $(grep -A4 'nodes have nothing to do' "$out/2c-drift.log" | grep -E 'not_converged|gpu-host' | tr -s ' ' | tr '\n' ' ')"
+say "  $(fast_path "$out/2c-drift.log")"
 say "  hand edit left after the run: $(grep -c HAND_EDIT /etc/inferops/runtime-env.env)"
 play 2d-after-drift
 say "  role tasks run: $(grep -c '^TASK \[inferops.gpu\.' "$out/2d-after-drift.log")"
