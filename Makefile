@@ -16,7 +16,7 @@ export XDG_CACHE_HOME := $(ROOT)/.build/xdg-cache
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: demo test lint sanity unit package molecule molecule-all bench bench-noop tools engine clean distclean help
-.PHONY: tools-floor lint-floor sanity-floor unit-floor molecule-floor
+.PHONY: tools-floor lint-floor sanity-floor unit-floor molecule-floor lock lock-check
 
 help:
 	@echo "make demo | test | lint | sanity | unit | package | molecule SCENARIO=<$(SCENARIOS)> | bench | clean | distclean"
@@ -25,7 +25,7 @@ help:
 demo: tools engine
 	tools/demo.sh
 
-test: lint sanity unit package lint-floor sanity-floor unit-floor molecule-all
+test: lint sanity unit package lock-check lint-floor sanity-floor unit-floor molecule-all
 
 tools:
 	@tools/venv.sh
@@ -95,6 +95,18 @@ molecule-all: tools tools-floor engine
 	beside=$$(cat .build/logs/molecule-$(BESIDE).rc); \
 	echo "molecule-all: scenario $(BESIDE) (run beside the others) exited $$beside"; \
 	[ $$rc = 0 ] && [ $$beside = 0 ]
+
+# A stack profile's lock, resolved on this machine with the tool venv's uv (README, "One lock for
+# the fleet"): make lock PROFILE=name [VARS=a vars file that defines it] [DEST=path]; the
+# collection's own profiles write roles/ml_env/files/locks/NAME.txt.
+lock: tools
+	ansible-playbook playbooks/lock.yml -e ml_env_profile=$(PROFILE) -e ml_env_uv_path=$(ROOT)/.build/venv/bin/uv \
+	  $(if $(VARS),-e @$(VARS)) -e ml_env_lock_dest=$(abspath $(or $(DEST),roles/ml_env/files/locks/$(PROFILE).txt))
+
+# Real resolutions against PyPI: the CI profile's committed lock is what its pins resolve to today,
+# and the PyPI equivalent of the field-notes stack keeps its five pins under the role's resolver.
+lock-check: tools
+	tools/lock-check.sh
 
 # Benchmarks (not tests): each writes its figures into docs/benchmarks.md.
 bench: bench-noop

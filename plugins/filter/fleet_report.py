@@ -9,7 +9,8 @@ valid JSON, and then that part of the row is None (JSON null, '-' in the table);
 
 Raw keys of one host (all optional):
   cuda_home, ptxas_stdout, cuda_version_json, toolkits_found (directory names cuda-X.Y)
-  ml_env_path, release (target of the current link), verified_marker, verify_json, dist_infos (directory names)
+  ml_env_path, release (target of the current link), verified_marker, verify_json, dist_infos (directory names),
+  pins_json (the release's .ml_env/pins.json: the lock it was built from)
   runtime_env_json, nccl_profile (the inventory's setting), nccl_profiles (profile -> vars),
   nccl_topology_map (topology summary -> profile)
   gpu (gpu_info's result, or {'failed': True, 'msg': ...})
@@ -25,7 +26,7 @@ import shlex
 
 from ansible.errors import AnsibleFilterError
 
-COLUMNS = ['host', 'toolkit', 'stack', 'release', 'env', 'gpus', 'topology', 'server', 'model', 'tok/s']
+COLUMNS = ['host', 'toolkit', 'stack', 'release', 'lock', 'env', 'gpus', 'topology', 'server', 'model', 'tok/s']
 # Shown first in the stack column, in this order; the rest is counted.
 KEY_PACKAGES = ['sglang', 'torch', 'sgl-kernel', 'flashinfer-python']
 MISSING = '-'
@@ -227,10 +228,23 @@ def throughput_part(raw):
     return part
 
 
+def lock_part(raw):
+    """The SHA-256 of the lock the current release was built from, 'none' for a release built without
+    one, None when there is no release or its pins.json is unreadable."""
+    try:
+        pinset = json.loads(raw.get('pins_json') or '')
+    except ValueError:
+        return None
+    if not isinstance(pinset, dict) or not _text(raw.get('release')):
+        return None
+    lock = pinset.get('lock')
+    return lock if isinstance(lock, str) and lock else 'none'
+
+
 def host_row(host, raw):
     """One host's row; raw None means the host gave nothing (unreachable, or a read failed past its failed_when)."""
     if not isinstance(raw, dict):
-        return {'host': host, 'reported': False, 'toolkit': None, 'stack': None, 'release': None, 'env': None,
+        return {'host': host, 'reported': False, 'toolkit': None, 'stack': None, 'release': None, 'lock': None, 'env': None,
                 'gpus': None, 'topology': None, 'server': None, 'model': None, 'throughput': None}
     gpus = gpus_part(raw)
     server = server_part(raw)
@@ -240,6 +254,7 @@ def host_row(host, raw):
         'toolkit': toolkit_part(raw),
         'stack': stack_part(raw),
         'release': _text(raw.get('release')),
+        'lock': lock_part(raw),
         'env': env_part(raw, gpus['topology'] if gpus else None),
         'gpus': gpus,
         'topology': gpus['topology'] if gpus else None,
@@ -291,6 +306,8 @@ def row_cells(row):
         cells['stack'] = text or MISSING
     if row.get('release'):
         cells['release'] = row['release'].rstrip('/').rsplit('/', 1)[-1]
+    if row.get('lock'):
+        cells['lock'] = row['lock'][:12]
     env = row.get('env')
     if env:
         cells['env'] = env['profile'] + (' (want %s)' % env['expected']
@@ -341,6 +358,11 @@ def fleet_report_table(rows, columns=None, width=CELL_WIDTH):
     lines = ['  '.join(column.ljust(widths[column]) for column in columns).rstrip(),
              '  '.join('=' * widths[column] for column in columns)]
     lines += ['  '.join(line[column].ljust(widths[column]) for column in columns).rstrip() for line in cells]
+    # One lock for the fleet: a node whose release came from another lock runs other bytes.
+    locks = sorted(set(row['lock'] for row in rows or [] if row.get('lock')))
+    if len(locks) > 1:
+        lines.append('Not one lock: ' + '; '.join(
+            '%s on %s' % (', '.join(row['host'] for row in rows if row.get('lock') == lock), lock[:12]) for lock in locks))
     return lines
 
 

@@ -46,6 +46,9 @@ def gpu_result(count=8, name='NVIDIA RTX PRO 6000 Blackwell Server Edition', cap
             'topology': {'summary': summary if count else 'none', 'pairs': []}, 'failed': False}
 
 
+LOCK_SHA = 'ab' * 32
+
+
 def blackwell_host(**override):
     """A host the main job provisioned: every part present."""
     raw = {
@@ -62,6 +65,7 @@ def blackwell_host(**override):
         'dist_infos': ['torch-2.9.1+cu130.dist-info', 'sgl_kernel-0.3.21+cu130.dist-info',
                        'flashinfer_python-0.6.4.dist-info', 'flashinfer_cubin-0.6.4.dist-info',
                        'sglang-0.5.9.dist-info', 'numpy-2.3.4.dist-info'],
+        'pins_json': json.dumps({'packages': PINS, 'lock': LOCK_SHA}),
         'runtime_env_json': json.dumps({'vars': dict(PROFILES['pcie_blackwell'], CUDA_HOME='/usr/local/cuda-13.0',
                                                      SGLANG_DISABLE_CUDNN_CHECK='1'),
                                         'path_prepend': ['/usr/local/cuda-13.0/bin']}),
@@ -112,6 +116,7 @@ def test_a_provisioned_host_fills_every_column():
         'toolkit': '13.0.88',
         'stack': 'sglang 0.5.9, torch 2.9.1+cu130, sgl-kernel 0.3.21+cu130, flashinfer-python 0.6.4 (+1)',
         'release': '0123456789ab',
+        'lock': 'abababababab',
         'env': 'pcie_blackwell',
         'gpus': '8x RTX PRO 6000 Blackwell Server Edition cc 12.0',
         'topology': 'pcie',
@@ -129,7 +134,7 @@ def test_the_row_is_json():
 def test_a_bare_host_reports_dashes_and_never_raises():
     row = one({})
     assert row['reported'] is True
-    assert [row[key] for key in ('toolkit', 'stack', 'release', 'env', 'gpus', 'server', 'model', 'throughput')] == [None] * 8
+    assert [row[key] for key in ('toolkit', 'stack', 'release', 'lock', 'env', 'gpus', 'server', 'model', 'throughput')] == [None] * 9
     assert set(row_cells(row).values()) == {'gpu-node-01', '-'}
 
 
@@ -329,3 +334,17 @@ def test_table_of_no_hosts_is_the_header():
 
 def test_filters_are_registered():
     assert set(FilterModule().filters()) == {'fleet_report_rows', 'fleet_report_table'}
+
+
+def test_the_lock_of_the_release_and_a_fleet_on_more_than_one_lock():
+    assert one(blackwell_host())['lock'] == LOCK_SHA
+    assert row_cells(one(blackwell_host()))['lock'] == LOCK_SHA[:12]
+    # Built without a lock, no release, an unreadable pin set.
+    assert one(blackwell_host(pins_json=json.dumps({'packages': PINS})))['lock'] == 'none'
+    assert one(blackwell_host(release='', pins_json=''))['lock'] is None
+    assert one(blackwell_host(pins_json='{not json'))['lock'] is None
+    same = fleet_report_rows([{'host': 'a', 'data': blackwell_host()}, {'host': 'b', 'data': blackwell_host()}])
+    assert not [line for line in fleet_report_table(same) if line.startswith('Not one lock')]
+    other = fleet_report_rows([{'host': 'a', 'data': blackwell_host()}, {'host': 'b', 'data': blackwell_host()},
+                               {'host': 'c', 'data': blackwell_host(pins_json=json.dumps({'lock': 'cd' * 32}))}])
+    assert fleet_report_table(other)[-1] == 'Not one lock: a, b on %s; c on %s' % (LOCK_SHA[:12], 'cd' * 6)
