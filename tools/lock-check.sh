@@ -27,6 +27,6 @@ echo "lock-check: $committed matches a fresh resolution ($(grep -c '^[a-z]' "$co
 
 start=$SECONDS
 lock field-notes-pypi "$tmp/field-notes.txt" -e @tools/lock-field-notes-pypi.yml
-pins=$(grep -E '^(torch|sgl-kernel|flashinfer-python|flashinfer-cubin|sglang)==' "$tmp/field-notes.txt" | tr -d ' \\' | tr '\n' ' ')
+pins=$(grep -E '^(torch|sgl-kernel|flashinfer-python|flashinfer-cubin|sglang)==' "$tmp/field-notes.txt" | cut -d' ' -f1 | tr '\n' ' ')
 echo "lock-check: the field-notes stack from PyPI resolved in $((SECONDS - start)) s to" \
   "$(grep -c '^[a-z]' "$tmp/field-notes.txt") distributions, every pin held: $pins"
