@@ -46,9 +46,26 @@ def input_variables(task_vars):
                 if name.startswith(PREFIXES) and name not in STEERING)
 
 
-def input_digest(task_vars, code):
-    text = json.dumps({'code': code, 'vars': input_variables(task_vars)}, sort_keys=True, default=str)
+def input_digest(task_vars, code, files=None):
+    """files: what input files (a profile's lock) hold, by name: a lock changed in place is a changed input."""
+    text = json.dumps({'code': code, 'vars': input_variables(task_vars), 'files': files or {}}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode('utf-8')).hexdigest()
+
+
+def lock_files(profiles, find):
+    """{profile: SHA-256 of its lock file} for the profiles that name one; find(path) -> the file's path
+    on the controller (raises when it is not there: then 'unreadable', and the roles say why)."""
+    found = {}
+    for name, profile in sorted(profiles.items()) if isinstance(profiles, dict) else []:
+        path = profile.get('lock') if isinstance(profile, dict) else None
+        if not isinstance(path, str) or not path:
+            continue
+        try:
+            with open(find(path), 'rb') as handle:
+                found[str(name)] = hashlib.sha256(handle.read()).hexdigest()
+        except Exception:  # pylint: disable=broad-except
+            found[str(name)] = 'unreadable'
+    return found
 
 
 class ActionModule(ActionBase):
@@ -59,7 +76,17 @@ class ActionModule(ActionBase):
         del tmp
         args = dict(self._task.args)
         if args.get('state', 'checked') != 'absent' and not args.get('digest'):
-            args['digest'] = input_digest(task_vars or {}, code_digest())
+            args['digest'] = input_digest(task_vars or {}, code_digest(), self._lock_files(task_vars or {}))
         result.update(self._execute_module(module_name='inferops.gpu.converged', module_args=args,
                                            task_vars=task_vars))
         return result
+
+    def _lock_files(self, task_vars):
+        """The lock files the profiles name, by content (ml_env's profiles are templates and their lock
+        paths are found as Ansible finds files)."""
+        try:
+            profiles = self._templar.template(task_vars.get('ml_env_profiles') or {})
+        except Exception:  # pylint: disable=broad-except
+            return {'ml_env_profiles': 'not templated here'}
+        return lock_files(profiles, lambda path: path if os.path.isabs(path) else self._find_needle('files', path))
+

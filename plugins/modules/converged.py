@@ -25,7 +25,8 @@ description:
   - The digest comes from the action plugin of the same name when O(digest) is empty. It is a SHA-256 over the
     collection's code and the raw values of the variables named C(inferops_*), C(cuda_toolkit_*), C(ml_env_*),
     C(runtime_env_*), C(gpu_health_*), C(sglang_server_*) and C(rolling_*) on the controller, except those that
-    only steer a run (C(inferops_fast_path), C(rolling_serial) and the like). A template is compared by its text;
+    only steer a run (C(inferops_fast_path), C(rolling_serial) and the like), and the content of the lock file each
+    of C(ml_env_profiles) names (a lock changed in place is a changed input). A template is compared by its text;
     a change that comes only through a fact is not seen (set C(inferops_fast_path=false) to apply every role).
 options:
   state:

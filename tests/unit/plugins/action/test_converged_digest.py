@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shutil
 
-from ansible_collections.inferops.gpu.plugins.action.converged import ROOT, code_digest, input_digest, input_variables
+from ansible_collections.inferops.gpu.plugins.action.converged import ROOT, code_digest, input_digest, input_variables, lock_files
 
 VARS = {'ml_env_profile': 'ci-a', 'sglang_server_port': 30000, 'inventory_hostname': 'h1',
         'sglang_server_api_key': '{{ vault_key }}', 'hostvars': {'x': 1}, '__ml_env_hash': 'x',
@@ -48,3 +48,17 @@ def test_the_code_digest_covers_the_collection_and_sees_a_change(tmp_path):
     defaults = copy / 'roles' / 'ml_env' / 'defaults' / 'main.yml'
     defaults.write_text(defaults.read_text() + '# a changed default\n')
     assert code_digest(str(copy)) != first
+
+
+def test_a_lock_changed_in_place_changes_the_digest(tmp_path):
+    lock = tmp_path / 'ci-lock.txt'
+    lock.write_text('six==1.17.0 --hash=sha256:%s\n' % ('a' * 64))
+    profiles = {'ci-lock': {'packages': {'six': '1.17.0'}, 'lock': str(lock)}, 'ci-b': {'packages': {}}}
+    first = lock_files(profiles, lambda path: path)
+    assert list(first) == ['ci-lock']
+    lock.write_text('six==1.17.0 --hash=sha256:%s\n' % ('b' * 64))
+    second = lock_files(profiles, lambda path: path)
+    assert input_digest(VARS, 'code', first) != input_digest(VARS, 'code', second)
+    # A lock that cannot be found counts as such (the check play then says why).
+    assert lock_files({'x': {'lock': 'missing.txt'}}, lambda path: str(tmp_path / path)) == {'x': 'unreadable'}
+    assert lock_files('{{ not templated }}', lambda path: path) == {}
