@@ -89,4 +89,3 @@ class ActionModule(ActionBase):
         except Exception:  # pylint: disable=broad-except
             return {'ml_env_profiles': 'not templated here'}
         return lock_files(profiles, lambda path: path if os.path.isabs(path) else self._find_needle('files', path))
-
