@@ -10,7 +10,8 @@ valid JSON, and then that part of the row is None (JSON null, '-' in the table);
 Raw keys of one host (all optional):
   cuda_home, ptxas_stdout, cuda_version_json, toolkits_found (directory names cuda-X.Y)
   ml_env_path, release (target of the current link), verified_marker, verify_json, dist_infos (directory names),
-  pins_json (the release's .ml_env/pins.json: the lock it was built from)
+  pins_json (the release's .ml_env/pins.json: the lock it was built from), lock_wanted (the SHA-256 of the
+  lock the inventory's profile names, 'none' without one, 'unreadable' when it cannot be read)
   runtime_env_json, nccl_profile (the inventory's setting), nccl_profiles (profile -> vars),
   nccl_topology_map (topology summary -> profile)
   gpu (gpu_info's result, or {'failed': True, 'msg': ...})
@@ -244,7 +245,8 @@ def lock_part(raw):
 def host_row(host, raw):
     """One host's row; raw None means the host gave nothing (unreachable, or a read failed past its failed_when)."""
     if not isinstance(raw, dict):
-        return {'host': host, 'reported': False, 'toolkit': None, 'stack': None, 'release': None, 'lock': None, 'env': None,
+        return {'host': host, 'reported': False, 'toolkit': None, 'stack': None, 'release': None, 'lock': None,
+                'lock_wanted': None, 'env': None,
                 'gpus': None, 'topology': None, 'server': None, 'model': None, 'throughput': None}
     gpus = gpus_part(raw)
     server = server_part(raw)
@@ -255,6 +257,7 @@ def host_row(host, raw):
         'stack': stack_part(raw),
         'release': _text(raw.get('release')),
         'lock': lock_part(raw),
+        'lock_wanted': _text(raw.get('lock_wanted')),
         'env': env_part(raw, gpus['topology'] if gpus else None),
         'gpus': gpus,
         'topology': gpus['topology'] if gpus else None,
@@ -307,7 +310,8 @@ def row_cells(row):
     if row.get('release'):
         cells['release'] = row['release'].rstrip('/').rsplit('/', 1)[-1]
     if row.get('lock'):
-        cells['lock'] = row['lock'][:12]
+        wanted = row.get('lock_wanted')
+        cells['lock'] = row['lock'][:12] + (' (want %s)' % wanted[:12] if wanted and wanted != row['lock'] else '')
     env = row.get('env')
     if env:
         cells['env'] = env['profile'] + (' (want %s)' % env['expected']

@@ -8,6 +8,7 @@ side effects left).
 3. A copy of the lock with idna's hashes changed fails the build naming idna; nothing is switched.
 4. A lock made for other pins is refused before any change, naming the pin and the lock's version.
 5. A profile without a lock says so in the run.
+6. verify.yml shows each node's lock, and which nodes are not on the lock their profile names.
 """
 
 import hashlib
@@ -118,3 +119,20 @@ def test_a_lock_made_for_other_pins_is_refused_before_any_change(locked):
 def test_a_profile_without_a_lock_says_so(locked):
     rc, messages, tail_out = play(*CHECK, "-e", "ml_env_profile=ci-b", "-l", HOSTS[0])
     assert rc == 0 and 'ml_env_profiles["ci-b"] has no lock' in messages, messages + tail_out
+
+
+def test_verify_shows_the_lock_and_the_nodes_not_on_their_profiles(locked, tmp_path):
+    with open(LOCK, "rb") as handle:
+        sha = hashlib.sha256(handle.read()).hexdigest()
+    rows = {}
+    for profile in ("ci-lock", "ci-b"):
+        report = tmp_path / ("%s.json" % profile)
+        rc, messages, tail_out = play(os.path.join(PROJECT, "verify.yml"), "-e", "ml_env_profile=" + profile,
+                                      "-e", "verify_report_path=%s" % report)
+        assert rc == 0, tail_out
+        with open(str(report)) as handle:
+            rows[profile] = json.load(handle)
+    for row in rows["ci-lock"]["hosts"]:
+        assert row["lock"] == sha and row["lock_wanted"] == sha, row
+    assert all(row["lock_wanted"] == "none" for row in rows["ci-b"]["hosts"])
+    assert sum("(want none)" in line for line in rows["ci-b"]["table"]) == len(HOSTS), rows["ci-b"]["table"]

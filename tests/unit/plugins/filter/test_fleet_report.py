@@ -66,6 +66,7 @@ def blackwell_host(**override):
                        'flashinfer_python-0.6.4.dist-info', 'flashinfer_cubin-0.6.4.dist-info',
                        'sglang-0.5.9.dist-info', 'numpy-2.3.4.dist-info'],
         'pins_json': json.dumps({'packages': PINS, 'lock': LOCK_SHA}),
+        'lock_wanted': LOCK_SHA,
         'runtime_env_json': json.dumps({'vars': dict(PROFILES['pcie_blackwell'], CUDA_HOME='/usr/local/cuda-13.0',
                                                      SGLANG_DISABLE_CUDNN_CHECK='1'),
                                         'path_prepend': ['/usr/local/cuda-13.0/bin']}),
@@ -134,7 +135,8 @@ def test_the_row_is_json():
 def test_a_bare_host_reports_dashes_and_never_raises():
     row = one({})
     assert row['reported'] is True
-    assert [row[key] for key in ('toolkit', 'stack', 'release', 'lock', 'env', 'gpus', 'server', 'model', 'throughput')] == [None] * 9
+    assert [row[key] for key in ('toolkit', 'stack', 'release', 'lock', 'lock_wanted', 'env', 'gpus', 'server', 'model',
+                                 'throughput')] == [None] * 10
     assert set(row_cells(row).values()) == {'gpu-node-01', '-'}
 
 
@@ -348,3 +350,12 @@ def test_the_lock_of_the_release_and_a_fleet_on_more_than_one_lock():
     other = fleet_report_rows([{'host': 'a', 'data': blackwell_host()}, {'host': 'b', 'data': blackwell_host()},
                                {'host': 'c', 'data': blackwell_host(pins_json=json.dumps({'lock': 'cd' * 32}))}])
     assert fleet_report_table(other)[-1] == 'Not one lock: a, b on %s; c on %s' % (LOCK_SHA[:12], 'cd' * 6)
+
+
+def test_a_node_built_from_another_lock_than_its_profile_names_says_which():
+    assert row_cells(one(blackwell_host(lock_wanted='cd' * 32)))['lock'] == '%s (want %s)' % (LOCK_SHA[:12], 'cd' * 6)
+    # The profile has no lock; the node's release came from one.
+    assert row_cells(one(blackwell_host(lock_wanted='none')))['lock'] == '%s (want none)' % LOCK_SHA[:12]
+    # Built without a lock, and the profile has none: nothing to say.
+    assert row_cells(one(blackwell_host(pins_json=json.dumps({'packages': PINS}), lock_wanted='none')))['lock'] == 'none'
+    assert one(blackwell_host(lock_wanted='unreadable'))['lock_wanted'] == 'unreadable'
