@@ -1,0 +1,270 @@
+# -*- coding: utf-8 -*-
+# Copyright: inferops.gpu contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Liveness after ready: the state machine with fakes, then the script for real against the SGLang
+stand-in frozen after it was ready, with a fake systemctl on PATH."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ansible_collections.inferops.gpu.plugins.module_utils import sglang_liveness as liveness
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+SCRIPT = os.path.join(REPO_ROOT, 'plugins', 'module_utils', 'sglang_liveness.py')
+STANDIN = os.path.join(REPO_ROOT, 'tests', 'fixtures', 'sglang_standin')
+HANG = os.path.join(STANDIN, 'hang_after_ready.py')
+UNIT = 'sglang-server.service'
+RESTART = 'sglang liveness: restarting sglang-server.service after 3 failed /health_generate probes in a row (last: %s)'
+
+
+class Fakes:
+    """The unit, the server and the clock, as a test sets them."""
+
+    def __init__(self):
+        self.props = {'ActiveState': 'active', 'InvocationID': 'inv-1', 'ActiveEnterTimestampMonotonic': '100000000'}
+        self.now = 1000.0
+        self.answers = []
+        self.probes = 0
+        self.restarts = []
+        self.lines = []
+        self.state = {}
+
+    def probe(self, url, timeout):
+        assert (url, timeout) == ('http://127.0.0.1:30000/health_generate', 5)
+        self.probes += 1
+        return self.answers.pop(0)
+
+    def save(self, state):
+        self.state = json.loads(json.dumps(state))  # what the file would hold
+
+    def check(self, failures=3, grace=0.0):
+        return liveness.Liveness(
+            UNIT, 'http://127.0.0.1:30000/health_generate', failures, 5, show=lambda unit: dict(self.props),
+            probe=self.probe, restart=self.restarts.append, load=lambda: dict(self.state), save=self.save,
+            log=self.lines.append, clock=lambda: self.now, grace=grace)
+
+    def run(self, *answers, **kwargs):
+        self.answers.extend(answers)
+        return self.check(**kwargs).run()
+
+
+OK, BAD, SLOW = (True, 'status 200'), (False, 'status 503'), (False, 'timeout after 5 s')
+
+
+def test_failures_count_only_after_ready_and_restart_at_n():
+    fakes = Fakes()
+    assert fakes.run(BAD) == 'not_ready'  # still loading: no count
+    assert fakes.run(BAD) == 'not_ready'
+    assert fakes.state == {'invocation': 'inv-1', 'ready_seen': False, 'failures': 0}
+    assert fakes.run(OK) == 'ready'
+    assert fakes.lines == ['sglang liveness: sglang-server.service is ready (invocation inv-1): restarting it after 3'
+                           ' failed /health_generate probes in a row']
+    assert fakes.run(BAD) == 'failed'
+    assert fakes.run(SLOW) == 'failed'
+    assert fakes.state['failures'] == 2 and not fakes.restarts
+    assert fakes.run(BAD) == 'restarted'
+    assert fakes.restarts == [UNIT]
+    assert fakes.lines[1:] == ['sglang liveness: probe 1/3 failed: status 503',
+                               'sglang liveness: probe 2/3 failed: timeout after 5 s',
+                               'sglang liveness: probe 3/3 failed: status 503',
+                               RESTART % 'status 503']
+    assert fakes.state['failures'] == 0 and fakes.state['ready_seen'] is True
+    # the restart is asked for once; the count fills up again before the next one
+    assert fakes.run(BAD) == 'failed' and fakes.restarts == [UNIT]
+
+
+def test_a_200_resets_the_count():
+    fakes = Fakes()
+    fakes.run(OK)
+    fakes.run(BAD)
+    fakes.run(BAD)
+    assert fakes.run(OK) == 'ok'
+    assert fakes.lines[-1] == 'sglang liveness: probe answered 200 after 2 failure(s): count reset'
+    assert fakes.state['failures'] == 0
+    assert [fakes.run(BAD), fakes.run(BAD)] == ['failed', 'failed'] and not fakes.restarts
+    assert fakes.run(BAD) == 'restarted'
+
+
+@pytest.mark.parametrize('active_state', ['inactive', 'activating', 'deactivating', 'failed', 'reloading', None])
+def test_a_unit_that_is_not_active_is_not_probed_and_resets_the_count(active_state):
+    fakes = Fakes()
+    fakes.run(OK)
+    fakes.run(BAD)
+    fakes.props['ActiveState'] = active_state
+    assert fakes.run() == 'inactive'
+    assert fakes.probes == 2 and fakes.state == {}
+    fakes.props['ActiveState'] = 'active'
+    assert fakes.run(BAD) == 'not_ready'  # the same invocation: ready must be seen again
+
+
+def test_a_new_invocation_starts_from_nothing():
+    fakes = Fakes()
+    fakes.run(OK)
+    fakes.run(BAD)
+    fakes.run(BAD)
+    fakes.props['InvocationID'] = 'inv-2'  # restarted by someone else between two runs
+    assert fakes.run(BAD) == 'not_ready'
+    assert fakes.state == {'invocation': 'inv-2', 'ready_seen': False, 'failures': 0}
+    assert fakes.run(OK) == 'ready'
+
+
+def test_without_an_invocation_id_the_activation_time_keys_the_state():
+    fakes = Fakes()
+    fakes.props['InvocationID'] = ''
+    fakes.run(OK)
+    assert fakes.state['invocation'] == 'active-since:100000000'
+    fakes.props['ActiveEnterTimestampMonotonic'] = '200000000'
+    assert fakes.run(BAD) == 'not_ready'
+
+
+def test_grace_after_the_unit_became_active():
+    fakes = Fakes()
+    fakes.props['ActiveEnterTimestampMonotonic'] = str(int(995 * 1e6))  # active for 5 s
+    assert fakes.run(grace=10) == 'starting' and fakes.probes == 0
+    fakes.now = 1006.0
+    assert fakes.run(OK, grace=10) == 'ready'
+    fakes.props['ActiveEnterTimestampMonotonic'] = '0'  # not known: not active long enough
+    assert fakes.run() == 'starting'
+
+
+def test_state_file_round_trip_is_atomic_and_tolerant(tmp_path):
+    path = liveness.state_path(str(tmp_path / 'run' / 'inferops'), UNIT)
+    assert path.endswith('/sglang-liveness-sglang-server.service.json')
+    assert liveness.load_state(path) == {}
+    liveness.save_state(path, {'failures': 2})
+    assert liveness.load_state(path) == {'failures': 2}
+    assert oct(os.stat(path).st_mode & 0o777) == '0o644'
+    assert os.listdir(os.path.dirname(path)) == [os.path.basename(path)]
+    with open(path, 'w') as handle:
+        handle.write('{half')
+    assert liveness.load_state(path) == {}
+    with open(path, 'w') as handle:
+        handle.write('[1]')
+    assert liveness.load_state(path) == {}
+
+
+def test_systemctl_calls_and_their_failures():
+    calls = []
+
+    def run(argv, timeout):
+        calls.append((argv, timeout))
+        return 'ActiveState=active\nInvocationID=abc\nActiveEnterTimestampMonotonic=5\nnoise\n'
+
+    assert liveness.systemctl_show(UNIT, 7, run) == {'ActiveState': 'active', 'InvocationID': 'abc',
+                                                     'ActiveEnterTimestampMonotonic': '5'}
+    liveness.systemctl_restart(UNIT, 7, run)
+    assert calls == [(['systemctl', 'show', '-p', 'ActiveState', '-p', 'SubState', '-p', 'InvocationID', '-p',
+                       'ActiveEnterTimestampMonotonic', '--', UNIT], 7),
+                     (['systemctl', 'restart', '--no-block', '--', UNIT], 7)]
+    with pytest.raises(liveness.CommandFailed, match='exit 3: boom'):
+        liveness.run_command([sys.executable, '-c', 'import sys; sys.stderr.write("boom"); sys.exit(3)'], 10)
+    with pytest.raises(liveness.CommandFailed, match='no answer in 0.2 s'):
+        liveness.run_command([sys.executable, '-c', 'import time; time.sleep(5)'], 0.2)
+    with pytest.raises(liveness.CommandFailed, match='No such file'):
+        liveness.run_command(['/nonexistent/systemctl'], 1)
+
+
+def test_http_probe_names_the_cause():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        port = sock.getsockname()[1]
+        assert liveness.http_probe('http://127.0.0.1:%d/health_generate' % port, 1) == (False, 'connection refused')
+        sock.listen(1)  # accepts, never answers
+        tic = time.monotonic()
+        assert liveness.http_probe('http://127.0.0.1:%d/health_generate' % port, 0.3) == (False, 'timeout after 0.3 s')
+        assert time.monotonic() - tic < 2
+
+
+def test_bad_arguments_exit_2(capsys):
+    for argv in ([], ['--unit', UNIT], ['--unit', UNIT, '--url', 'http://x/', '--failures', '0']):
+        with pytest.raises(SystemExit) as exc:
+            liveness.main(argv)
+        assert exc.value.code == 2
+    capsys.readouterr()
+
+
+# -- the script for real: the stand-in frozen after ready, a fake systemctl -------------------------
+
+FAKE_SYSTEMCTL = '''#!/bin/sh
+# Records its argv; `show` describes an active unit that became active long ago.
+echo "$*" >> "$FAKE_SYSTEMCTL_LOG"
+case "$1" in
+  show) printf 'ActiveState=active\\nSubState=running\\nInvocationID=test-invocation\\nActiveEnterTimestampMonotonic=1000000\\n' ;;
+esac
+'''
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def frozen_standin(tmp_path):
+    """A ready stand-in (CPU mode, 2 ranks, 1 s health timeout) in its own session: (port, log path)."""
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=STANDIN, SGLANG_STANDIN_GPU='0', SGLANG_STANDIN_LOAD_SECONDS='0.3',
+               SGLANG_STANDIN_WARMUP_SECONDS='0.1', SGLANG_STANDIN_TOKEN_SECONDS='0', SGLANG_HEALTH_CHECK_TIMEOUT='1',
+               SGLANG_STANDIN_FAULT='', SGLANG_STANDIN_FAULT_FILE=str(tmp_path / 'no-fault'))
+    (tmp_path / 'model').mkdir()
+    log_path = tmp_path / 'server.log'
+    with open(str(log_path), 'wb') as log:
+        proc = subprocess.Popen([sys.executable, '-m', 'sglang.launch_server', '--model-path', str(tmp_path / 'model'),
+                                 '--port', str(port), '--tp', '2'], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env, cwd=str(tmp_path), start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while 'The server is fired up and ready to roll!' not in log_path.read_text(errors='replace'):
+            assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text(errors='replace')
+            time.sleep(0.05)
+        yield port, log_path
+    finally:
+        subprocess.run([sys.executable, HANG, str(port), 'cont'], capture_output=True, timeout=30, check=False)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait(10)
+
+
+def test_the_script_restarts_a_server_frozen_after_ready(frozen_standin, tmp_path):
+    port, _log = frozen_standin
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    (bin_dir / 'systemctl').write_text(FAKE_SYSTEMCTL)
+    (bin_dir / 'systemctl').chmod(0o755)
+    calls = tmp_path / 'systemctl.argv'
+    env = dict(os.environ, PATH='%s:%s' % (bin_dir, os.environ.get('PATH', '')), FAKE_SYSTEMCTL_LOG=str(calls))
+    state_dir = tmp_path / 'run' / 'inferops'
+
+    def run(timeout='5'):
+        done = subprocess.run([sys.executable, SCRIPT, '--unit', UNIT, '--url', 'http://127.0.0.1:%d/health_generate' % port,
+                               '--failures', '3', '--timeout', timeout, '--state-dir', str(state_dir), '--command-timeout', '10'],
+                              capture_output=True, text=True, timeout=60, env=env, check=False)
+        assert done.returncode == 0 and not done.stderr, done
+        return done.stdout.splitlines()
+
+    assert run() == ['sglang liveness: sglang-server.service is ready (invocation test-invocation): restarting it after 3'
+                     ' failed /health_generate probes in a row']
+    hang = subprocess.run([sys.executable, HANG, str(port), 'stop'], capture_output=True, text=True, timeout=30, check=False)
+    assert hang.returncode == 0, hang.stderr
+    assert run() == ['sglang liveness: probe 1/3 failed: status 503']  # the server's own health timeout (1 s)
+    assert run('0.5') == ['sglang liveness: probe 2/3 failed: timeout after 0.5 s']  # ours came first
+    assert not any(line.startswith('restart') for line in calls.read_text().splitlines())
+    assert run() == ['sglang liveness: probe 3/3 failed: status 503', RESTART % 'status 503']
+    argvs = calls.read_text().splitlines()
+    assert argvs[-1] == 'restart --no-block -- %s' % UNIT
+    assert sum(line.startswith('restart') for line in argvs) == 1
+    assert all(line.startswith('show -p ActiveState') for line in argvs[:-1])
+    state = json.loads((state_dir / ('sglang-liveness-%s.json' % UNIT)).read_text())
+    assert state == {'invocation': 'test-invocation', 'ready_seen': True, 'failures': 0, 'last_cause': 'status 503'}
