@@ -17,6 +17,8 @@ Raw keys of one host (all optional):
   gpu (gpu_info's result, or {'failed': True, 'msg': ...})
   server_installed, server (sglang_server's state=healthy result), unit_text (the unit file)
   throughput_last_json, throughput_baseline_json
+  gateway ({'host', 'status' (the HTTP status of the gateway's GET /workers, None when unreachable), 'error',
+  'workers' (its list), 'url' (this node's worker URL)}; absent when the fleet has no gateway)
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import shlex
 
 from ansible.errors import AnsibleFilterError
 
-COLUMNS = ['host', 'toolkit', 'stack', 'release', 'lock', 'env', 'gpus', 'topology', 'server', 'model', 'tok/s']
+COLUMNS = ['host', 'toolkit', 'stack', 'release', 'lock', 'env', 'gpus', 'topology', 'server', 'gateway', 'model', 'tok/s']
 # Shown first in the stack column, in this order; the rest is counted.
 KEY_PACKAGES = ['sglang', 'torch', 'sgl-kernel', 'flashinfer-python']
 MISSING = '-'
@@ -242,12 +244,33 @@ def lock_part(raw):
     return lock if isinstance(lock, str) and lock else 'none'
 
 
+def gateway_part(raw):
+    """{state, load, message}: how the gateway sees this node; None when the fleet has no gateway.
+
+    state: in rotation (listed, healthy, ready), out of rotation (listed otherwise: draining, not ready,
+    pending), not registered, or unknown (the gateway did not answer its worker list)."""
+    gateway = raw.get('gateway')
+    if not isinstance(gateway, dict):
+        return None
+    if gateway.get('status') != 200 or not isinstance(gateway.get('workers'), list):
+        error = gateway.get('error') or ('HTTP %s' % gateway.get('status') if gateway.get('status') else 'no answer')
+        return {'state': 'unknown', 'load': None, 'message': '%s: %s' % (gateway.get('host'), error)}
+    url = str(gateway.get('url') or '').rstrip('/')
+    mine = [w for w in gateway['workers'] if isinstance(w, dict) and str(w.get('url') or '').rstrip('/') == url]
+    if not mine:
+        return {'state': 'not registered', 'load': None, 'message': None}
+    worker = ([w for w in mine if w.get('is_healthy') and w.get('status') == 'ready'] or mine)[0]
+    if worker.get('is_healthy') and worker.get('status') == 'ready':
+        return {'state': 'in rotation', 'load': worker.get('load'), 'message': None}
+    return {'state': 'out of rotation', 'load': worker.get('load'), 'message': worker.get('status')}
+
+
 def host_row(host, raw):
     """One host's row; raw None means the host gave nothing (unreachable, or a read failed past its failed_when)."""
     if not isinstance(raw, dict):
         return {'host': host, 'reported': False, 'toolkit': None, 'stack': None, 'release': None, 'lock': None,
                 'lock_wanted': None, 'env': None,
-                'gpus': None, 'topology': None, 'server': None, 'model': None, 'throughput': None}
+                'gpus': None, 'topology': None, 'server': None, 'gateway': None, 'model': None, 'throughput': None}
     gpus = gpus_part(raw)
     server = server_part(raw)
     return {
@@ -262,6 +285,7 @@ def host_row(host, raw):
         'gpus': gpus,
         'topology': gpus['topology'] if gpus else None,
         'server': server,
+        'gateway': gateway_part(raw),
         'model': model_part(raw, server),
         'throughput': throughput_part(raw),
     }
@@ -328,6 +352,9 @@ def row_cells(row):
     server = row.get('server')
     if server:
         cells['server'] = server['status'] + (': %s' % server['message'] if server.get('message') else '')
+    gateway = row.get('gateway')
+    if gateway:
+        cells['gateway'] = gateway['state'] + (': %s' % gateway['message'] if gateway.get('message') else '')
     model = row.get('model')
     if model:
         name, path = model.get('served_model_name'), model.get('model_path')

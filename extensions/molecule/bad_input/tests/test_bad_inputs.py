@@ -118,8 +118,14 @@ def through_site(case, tmp):
     path = os.path.join(tmp, case["host"] + ".json")
     with open(path, "w") as handle:
         json.dump(case["vars"], handle)
+    inventory = HOST + ","
+    if case["id"].startswith("sglang_gateway/"):
+        # The gateway's input is checked on the hosts of its group.
+        inventory = os.path.join(tmp, case["host"] + "-inventory.yml")
+        with open(inventory, "w") as handle:
+            yaml.safe_dump({"sglang_gateway": {"hosts": {HOST: None}}}, handle)
     rc, outcomes, plays, tail = ansible_playbook(
-        ["-i", HOST + ",", "-e", "ansible_connection=community.docker.docker", "-e", "@" + path,
+        ["-i", inventory, "-e", "ansible_connection=community.docker.docker", "-e", "@" + path,
          os.path.join(PROJECT, "playbooks", "site.yml")], timeout=600)
     return rc, outcomes.get(HOST, (False, "")), plays, tail
 
@@ -138,7 +144,8 @@ def outcomes():
 
 def test_every_role_has_a_table():
     assert sorted(os.path.basename(t) for t in TABLES) == ["cuda_toolkit.yml", "gpu_health.yml", "ml_env.yml",
-                                                           "rolling.yml", "runtime_env.yml", "sglang_server.yml"]
+                                                           "rolling.yml", "runtime_env.yml", "sglang_gateway.yml",
+                                                           "sglang_server.yml"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -122,6 +123,7 @@ def test_a_provisioned_host_fills_every_column():
         'gpus': '8x RTX PRO 6000 Blackwell Server Edition cc 12.0',
         'topology': 'pcie',
         'server': 'healthy',
+        'gateway': '-',
         'model': 'kimi-k2.5 (/shared/kimi-k2.5-int4)',
         'tok/s': '95.4 (0.99 of 96.1, passed)',
     }
@@ -135,8 +137,8 @@ def test_the_row_is_json():
 def test_a_bare_host_reports_dashes_and_never_raises():
     row = one({})
     assert row['reported'] is True
-    assert [row[key] for key in ('toolkit', 'stack', 'release', 'lock', 'lock_wanted', 'env', 'gpus', 'server', 'model',
-                                 'throughput')] == [None] * 10
+    assert [row[key] for key in ('toolkit', 'stack', 'release', 'lock', 'lock_wanted', 'env', 'gpus', 'server', 'gateway',
+                                 'model', 'throughput')] == [None] * 11
     assert set(row_cells(row).values()) == {'gpu-node-01', '-'}
 
 
@@ -359,3 +361,33 @@ def test_a_node_built_from_another_lock_than_its_profile_names_says_which():
     # Built without a lock, and the profile has none: nothing to say.
     assert row_cells(one(blackwell_host(pins_json=json.dumps({'packages': PINS}), lock_wanted='none')))['lock'] == 'none'
     assert one(blackwell_host(lock_wanted='unreadable'))['lock_wanted'] == 'unreadable'
+
+
+GATEWAY_FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'gateway')
+
+
+def gateway_view(name, url, status=200, error=None):
+    """The gateway part verify.yml reads: its GET /workers as smg 1.13.0 answered (recorded)."""
+    with open(os.path.join(GATEWAY_FIXTURES, name)) as handle:
+        workers = json.load(handle)['workers']
+    return {'gateway': {'host': 'gw-01', 'status': status, 'error': error, 'workers': workers if status == 200 else None,
+                        'url': url}}
+
+
+@pytest.mark.parametrize('fixture, url, cell', [
+    ('workers_draining.json', 'http://127.0.0.1:31101', 'in rotation'),
+    ('workers_draining.json', 'http://127.0.0.1:31105/', 'out of rotation: draining'),
+    ('workers_one_unhealthy.json', 'http://127.0.0.1:31104', 'out of rotation: not_ready'),
+    ('workers_after_remove.json', 'http://127.0.0.1:31199', 'not registered'),
+])
+def test_the_gateway_column_says_how_the_gateway_sees_the_node(fixture, url, cell):
+    row = one(gateway_view(fixture, url))
+    assert row_cells(row)['gateway'] == cell
+    assert json.loads(json.dumps(row)) == row
+
+
+def test_a_gateway_that_does_not_answer_is_named():
+    row = one(gateway_view('workers_draining.json', 'http://n:30000', status=None, error='Connection refused'))
+    assert row_cells(row)['gateway'] == 'unknown: gw-01: Connection refused'
+    row = one(gateway_view('workers_draining.json', 'http://n:30000', status=401))
+    assert row_cells(row)['gateway'] == 'unknown: gw-01: HTTP 401'

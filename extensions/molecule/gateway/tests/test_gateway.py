@@ -1,0 +1,318 @@
+"""SGLang's model gateway (smg) in front of three stand-in nodes, under a bounded client load.
+
+The client sends 5 requests a second (at most 3000) through the gateway from the gateway host; a
+monitor records the gateway's view of its workers every 0.25 s. The scenario's gateway does not
+retry (retry_max_retries 1), so a request that reaches a node while it restarts fails: the drain,
+not a retry, is what keeps the client's failures at zero.
+
+1. The role: a non-root, hardened unit bound to the configured addresses, the keys in a 0600 file
+   and never in argv, the inventory's three nodes as workers, Prometheus metrics.
+2. A full roll to release B: zero failed requests, never fewer than two workers in rotation, each
+   node out of rotation from before its restart until after its gates.
+3. A roll where the second node fails its health gate: zero failed requests, the node rolled back,
+   added back only once healthy again, the roll stopped before the third node.
+4. The same roll without the drain (rolling_gateway_host=''), and with a copy of the collection that
+   adds the node back before its gates: requests fail, so the assertions of 2 and 3 can fail.
+5. The gateway's retry policy switched on through the role (site.yml on the gateway host: its
+   arguments changed, so it restarts). A node that hangs after it was ready: the gateway takes it
+   out within its health window, the node restarts its server itself (liveness timer), it is back
+   in rotation, and the client sees no failed request (the gateway retried the hung ones).
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.getcwd())
+INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
+GATEWAY = "inferops-gw-gateway"
+NODES = ["inferops-gw-%d" % n for n in range(1, 4)]
+URL = dict((node, "http://%s:30000" % node) for node in NODES)
+KEY = "molecule-gateway-control-key"
+RATE, MOST = 5, 3000
+
+
+def docker(host, command, timeout=120):
+    out = subprocess.run(["docker", "exec", host, "sh", "-c", command], capture_output=True, text=True,
+                         timeout=timeout, check=False)
+    return out.stdout.strip()
+
+
+def ansible_playbook(playbook, *args, host_vars=None, timeout=1500, project=PROJECT, env=None):
+    """(rc, per-host stats, failure messages, output tail) of one run against the scenario's inventory."""
+    argv = ["ansible-playbook", "-i", INVENTORY]
+    with tempfile.TemporaryDirectory() as tmp:
+        if host_vars:
+            extra = os.path.join(tmp, "extra.json")
+            with open(extra, "w") as handle:
+                json.dump({"all": {"hosts": host_vars}}, handle)
+            argv += ["-i", extra]
+        env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1", **(env or {}))
+        proc = subprocess.run(argv + list(args) + [os.path.join(project, playbook)], cwd=PROJECT, env=env,
+                              capture_output=True, text=True, timeout=timeout, check=False)
+    try:
+        report = json.loads(proc.stdout)
+    except ValueError:
+        report = {}
+    messages = []
+    for play in report.get("plays", []):
+        for task in play.get("tasks", []):
+            for host, result in task.get("hosts", {}).items():
+                if result.get("failed") and not result.get("ignore_errors"):
+                    messages.append("%s: %s" % (host, result.get("msg", "")))
+                if "upgraded:" in str(result.get("msg", "")):
+                    messages.append("%s: %s" % (host, result["msg"]))
+    return proc.returncode, report.get("stats", {}), "\n".join(messages), proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+def started_at(node):
+    """Epoch seconds of the node's current server start."""
+    return float(docker(node, "date -d \"$(systemctl show -p ExecMainStartTimestamp --value sglang-server)\" +%s.%N"))
+
+
+def release(node):
+    return os.path.basename(docker(node, "readlink /opt/ml-env"))
+
+
+def main_pid(node):
+    return docker(node, "systemctl show -p MainPID --value sglang-server.service")
+
+
+class Load:
+    """The client load and the monitor on the gateway host, from start to stop."""
+    count = 0
+
+    def __init__(self):
+        Load.count += 1
+        self.client_log = "/var/log/gateway-client-%d.log" % Load.count
+        self.monitor_log = "/var/log/gateway-monitor-%d.log" % Load.count
+        docker(GATEWAY, "rm -f /run/gateway-load.stop")
+        docker(GATEWAY, "systemd-run --unit=gateway-monitor-%d python3 /usr/local/bin/gateway-load monitor http://127.0.0.1:30080 %s %s"
+               % (Load.count, KEY, self.monitor_log))
+        time.sleep(1)
+        self.started = time.time()
+        docker(GATEWAY, "systemd-run --unit=gateway-client-%d python3 /usr/local/bin/gateway-load client http://127.0.0.1:30080 %s %d %d"
+               % (Load.count, self.client_log, RATE, MOST))
+
+    def stop(self):
+        self.stopped = time.time()
+        docker(GATEWAY, "touch /run/gateway-load.stop")
+        for unit in ("gateway-client-%d" % Load.count, "gateway-monitor-%d" % Load.count):
+            for dummy in range(120):
+                if docker(GATEWAY, "systemctl is-active %s" % unit) != "active":
+                    break
+                time.sleep(0.5)
+        self.requests = [json.loads(line) for line in docker(GATEWAY, "cat " + self.client_log).splitlines()]
+        self.samples = [json.loads(line) for line in docker(GATEWAY, "cat " + self.monitor_log).splitlines()]
+        return self
+
+    def failed(self):
+        return [r for r in self.requests if r["status"] != 200]
+
+    def in_rotation(self, sample):
+        return set(w["url"] for w in sample.get("workers", []) if w["healthy"] and w["status"] == "ready")
+
+    def fewest_in_rotation(self):
+        counts = [(len(self.in_rotation(s)), s["time"]) for s in self.samples if "workers" in s]
+        return min(counts) if counts else (0, None)
+
+    def out_windows(self, node):
+        """[(first, last)] sample times of each run of samples without the node in rotation."""
+        windows, first, last = [], None, None
+        for sample in self.samples:
+            if "workers" not in sample:
+                continue
+            if URL[node] in self.in_rotation(sample):
+                if first is not None:
+                    windows.append((first, last))
+                first = None
+            else:
+                first = sample["time"] if first is None else first
+                last = sample["time"]
+        if first is not None:
+            windows.append((first, last))
+        return windows
+
+    def assert_out_of_rotation_at(self, node, instant):
+        assert any(first < instant < last for first, last in self.out_windows(node)), \
+            "%s was in rotation at %.1f (out: %s)" % (node, instant, self.out_windows(node))
+
+
+def run_under_load(playbook, *args, **kwargs):
+    load = Load()
+    result = ansible_playbook(playbook, *args, **kwargs)
+    time.sleep(2)
+    return result, load.stop()
+
+
+@pytest.fixture(scope="module")
+def clean_roll():
+    before = dict((node, started_at(node)) for node in NODES)
+    (rc, stats, messages, tail), load = run_under_load("playbooks/rolling.yml", "-e", "ml_env_profile=ci-b")
+    return rc, messages, tail, load, before
+
+
+@pytest.fixture(scope="module")
+def failing_roll(clean_roll):
+    pids = dict((node, main_pid(node)) for node in NODES)
+    releases = dict((node, release(node)) for node in NODES)
+    (rc, stats, messages, tail), load = run_under_load(
+        "playbooks/rolling.yml", "-e", "ml_env_profile=ci-a",
+        host_vars={NODES[1]: {"sglang_server_extra_environment": {"SGLANG_STANDIN_TOKEN_SECONDS": "0.02",
+                                                                  "SGLANG_HEALTH_CHECK_TIMEOUT": "3",
+                                                                  "SGLANG_STANDIN_FAULT": "warmup_failed"}}})
+    return rc, stats, messages, tail, load, pids, releases
+
+
+def test_the_gateway_runs_hardened_with_its_keys_out_of_argv():
+    pid = docker(GATEWAY, "systemctl show -p MainPID --value sglang-gateway")
+    assert docker(GATEWAY, "systemctl is-active sglang-gateway") == "active"
+    assert docker(GATEWAY, "stat -c %U /proc/" + pid) == "smg"
+    assert docker(GATEWAY, "tr '\\0' ' ' </proc/%s/cmdline" % pid).count(KEY) == 0
+    assert KEY not in docker(GATEWAY, "cat /etc/systemd/system/sglang-gateway.service /etc/sglang-gateway/sglang-gateway.json")
+    assert docker(GATEWAY, "stat -c '%U %a' /etc/sglang-gateway/sglang-gateway.secrets.json") == "smg 600"
+    unit = docker(GATEWAY, "systemctl show sglang-gateway -p User -p NoNewPrivileges -p ProtectSystem -p CapabilityBoundingSet")
+    assert "User=smg" in unit and "NoNewPrivileges=yes" in unit and "ProtectSystem=strict" in unit
+    # Bound where configured: loopback only, for the API (30080) and the metrics (29000).
+    listeners = [line.split()[1] for line in docker(GATEWAY, "cat /proc/net/tcp /proc/net/tcp6").splitlines()[1:]
+                 if line.split()[3] == "0A"]
+    assert sorted(a for a in listeners if a.endswith((":7580", ":7148"))) == ["0100007F:7148", "0100007F:7580"], listeners
+    assert "smg_" in docker(GATEWAY, "curl -s http://127.0.0.1:29000/metrics")
+    # The workers come from the inventory; the control plane wants the key.
+    workers = json.loads(docker(GATEWAY, "curl -s -H 'Authorization: Bearer %s' http://127.0.0.1:30080/workers" % KEY))
+    assert sorted(w["url"] for w in workers["workers"]) == sorted(URL.values())
+    assert docker(GATEWAY, "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:30080/workers") == "401"
+
+
+def test_a_full_roll_through_the_gateway_fails_no_request(clean_roll):
+    rc, messages, tail, load, before = clean_roll
+    assert rc == 0, tail
+    assert len(load.requests) >= RATE * 30, len(load.requests)
+    assert load.failed() == [], load.failed()[:5]
+    fewest, when = load.fewest_in_rotation()
+    assert fewest >= 2, "only %d worker(s) in rotation at %s" % (fewest, when)
+    for node in NODES:
+        start = started_at(node)
+        assert start > before[node], node  # restarted on the new release
+        load.assert_out_of_rotation_at(node, start)  # drained before, added back after its gates
+    assert docker(GATEWAY, "curl -s http://127.0.0.1:30080/readiness").count('"healthy_workers":3') == 1
+
+
+def test_a_node_failing_its_gate_is_rolled_back_then_added_back(failing_roll):
+    rc, stats, messages, tail, load, pids, releases = failing_roll
+    failing, untouched = NODES[1], NODES[2]
+    assert rc != 0, tail
+    assert "%s failed and was rolled back" % failing in messages, messages
+    assert load.failed() == [], load.failed()[:5]
+    fewest, when = load.fewest_in_rotation()
+    assert fewest >= 2, "only %d worker(s) in rotation at %s" % (fewest, when)
+    # Back on its release, restarted from it, and in rotation only after that restart.
+    assert release(failing) == releases[failing]
+    restored = started_at(failing)
+    load.assert_out_of_rotation_at(failing, restored)
+    back = [s["time"] for s in load.samples if "workers" in s and URL[failing] in load.in_rotation(s) and s["time"] > load.started]
+    assert back and back[-1] > restored
+    # The roll stopped: the third node was not touched.
+    assert main_pid(untouched) == pids[untouched] and release(untouched) == releases[untouched]
+    assert untouched not in stats or stats[untouched]["changed"] == 0
+
+
+def test_without_the_drain_the_same_roll_fails_requests(failing_roll):
+    # The first node is on release A now (the failing roll upgraded it); B again, with no gateway.
+    (rc, stats, messages, tail), load = run_under_load(
+        "playbooks/rolling.yml", "-e", "ml_env_profile=ci-b", "-e", "rolling_gateway_host=", "-l", NODES[0])
+    assert rc == 0, tail
+    assert len(load.failed()) > 0, "no request failed without the drain: the zero-failure checks prove nothing"
+
+
+MUTATION = ("""    - name: Drain the node
+      ansible.builtin.include_tasks: "{{ rolling_drain_tasks }}\"""", """    - name: Add the node back before the gates (mutation)
+      ansible.builtin.include_tasks: gateway.yml
+      vars:
+        rolling_phase: undrain
+      when: rolling_gateway_host | length > 0
+
+    - name: Drain the node
+      ansible.builtin.include_tasks: "{{ rolling_drain_tasks }}\"""")
+
+
+def test_readding_before_the_gates_fails_requests(failing_roll, tmp_path):
+    # A copy of the collection whose roll adds the node back right after the drain, before the
+    # roles and the gates; the first node is on release B, the roll takes it to A.
+    copy = tmp_path / "ansible_collections" / "inferops" / "gpu"
+    shutil.copytree(PROJECT, str(copy), ignore=shutil.ignore_patterns(".build", ".git", ".collections", "tests", "docs"))
+    main = copy / "roles" / "rolling" / "tasks" / "main.yml"
+    text = main.read_text()
+    assert MUTATION[0] in text
+    main.write_text(text.replace(MUTATION[0], MUTATION[1]))
+    paths = os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(":")
+    (rc, stats, messages, tail), load = run_under_load(
+        "playbooks/rolling.yml", "-e", "ml_env_profile=ci-a", "-l", NODES[0], project=str(copy),
+        env={"ANSIBLE_COLLECTIONS_PATH": ":".join([str(tmp_path)] + [p for p in paths if not p.endswith("/.collections")])})
+    assert rc == 0, tail
+    assert len(load.failed()) > 0, "no request failed when the node was added back before its gates"
+
+
+@pytest.fixture(scope="module")
+def retrying_gateway(failing_roll):
+    before = docker(GATEWAY, "systemctl show -p MainPID --value sglang-gateway")
+    rc, stats, messages, tail = ansible_playbook("site.yml", "-l", "sglang_gateway", "-e", "sglang_gateway_retry_max_retries=5")
+    after = docker(GATEWAY, "systemctl show -p MainPID --value sglang-gateway")
+    return rc, stats, tail, before, after
+
+
+def test_a_changed_setting_restarts_the_gateway(retrying_gateway):
+    rc, stats, tail, before, after = retrying_gateway
+    assert rc == 0 and stats[GATEWAY]["changed"] > 0, tail
+    assert after != before
+    argv = json.loads(docker(GATEWAY, "cat /etc/sglang-gateway/sglang-gateway.json"))["argv"]
+    assert argv[argv.index("--retry-max-retries") + 1] == "5"
+
+
+
+def test_a_node_hanging_after_ready_is_taken_out_and_restarts_itself(retrying_gateway):
+    node = NODES[2]
+    pid = main_pid(node)
+    load = Load()
+    time.sleep(3)
+    hung = time.time()
+    assert "froze" in docker(node, "python3 /opt/inferops-src/sglang_standin/hang_after_ready.py 30000 stop")
+    back = None
+    for dummy in range(120):
+        time.sleep(1)
+        if main_pid(node) not in (pid, "0") and docker(GATEWAY, "curl -s http://127.0.0.1:30080/readiness").count(
+                '"healthy_workers":3'):
+            back = time.time()
+            break
+    time.sleep(2)
+    load.stop()
+    assert back is not None, "the hung node did not come back"
+    out = [w for w in load.out_windows(node) if w[1] >= hung]
+    assert out and out[0][0] - hung <= 10, "the gateway took %s out after %s" % (node, out)
+    journal = docker(node, "journalctl --no-pager -u sglang-server-liveness.service")
+    assert "sglang liveness: restarting sglang-server.service after 3 failed /health_generate probes" in journal, journal[-2000:]
+    # The requests the hung node held were retried on the others when it restarted.
+    assert len(load.requests) >= RATE * 10 and load.failed() == [], load.failed()[:5]
+
+
+def test_the_fleet_report_shows_how_the_gateway_sees_each_node(tmp_path):
+    module = ["-m", "inferops.gpu.sglang_gateway_worker", "-a",
+              "gateway_url=http://127.0.0.1:30080 api_key=%s worker_url=%s state=%%s" % (KEY, URL[NODES[0]])]
+    argv = ["ansible", "-i", INVENTORY, GATEWAY] + module[:-1]
+    drained = subprocess.run(argv + [module[-1] % "absent"], cwd=PROJECT, capture_output=True, text=True, timeout=300, check=False)
+    assert drained.returncode == 0 and "CHANGED" in drained.stdout, drained.stdout[-2000:]
+    report = tmp_path / "report.json"
+    rc, stats, messages, tail = ansible_playbook("verify.yml", "-e", "verify_report_path=%s" % report)
+    added = subprocess.run(argv + [module[-1] % "present"], cwd=PROJECT, capture_output=True, text=True, timeout=300, check=False)
+    assert rc == 0, tail
+    cells = dict((row["host"], row["gateway"]) for row in json.loads(report.read_text())["hosts"])
+    assert sorted(cells) == NODES  # the gateway host is not a node of the report
+    assert cells[NODES[0]]["state"] == "not registered"
+    assert [cells[node]["state"] for node in NODES[1:]] == ["in rotation", "in rotation"]
+    assert added.returncode == 0 and "CHANGED" in added.stdout, added.stdout[-2000:]
+    assert '"healthy_workers":3' in docker(GATEWAY, "curl -s http://127.0.0.1:30080/readiness")
