@@ -74,28 +74,31 @@ unit-floor: tools-floor
 molecule-floor: tools-floor engine
 	molecule test -s $(FLOOR_SCENARIO)
 
-# The rolling and gateway scenarios run one after the other beside all the others: a roll goes one
-# host at a time, mostly waiting, and they are the longest. bad_input goes first in the row (its
-# checks are pure input, the quickest verdict), the floor's scenario last. The output of the
-# scenarios run beside is printed when they end; any failure fails the target.
+# The rolling and gateway scenarios each run beside all the others: a roll goes one host at a time,
+# mostly waiting, and they are the longest. bad_input goes first in the row (its checks are pure
+# input, the quickest verdict), the floor's scenario last. The output of each scenario run beside
+# is printed when it ends; any failure fails the target.
 FIRST := bad_input
 BESIDE := rolling gateway
 molecule-all: tools tools-floor engine
 	@tools/test-images.sh
 	@mkdir -p .build/logs && rm -f .build/logs/molecule-*.log .build/logs/molecule-*.rc
-	@( rc=0; for s in $(BESIDE); do \
-	     $(MAKE) --no-print-directory molecule SCENARIO=$$s >.build/logs/molecule-$$s.log 2>&1 || { rc=$$?; break; }; \
-	   done; echo $$rc >.build/logs/molecule-beside.rc ) & \
+	@for s in $(BESIDE); do \
+	  ( $(MAKE) --no-print-directory molecule SCENARIO=$$s >.build/logs/molecule-$$s.log 2>&1; \
+	    echo $$? >.build/logs/molecule-$$s.rc ) & \
+	done; \
 	rc=0; \
 	for s in $(FIRST) $(filter-out $(FIRST) $(BESIDE),$(SCENARIOS)); do \
 	  $(MAKE) --no-print-directory molecule SCENARIO=$$s || { rc=$$?; break; }; \
 	done; \
 	[ $$rc != 0 ] || $(MAKE) --no-print-directory molecule-floor || rc=$$?; \
 	wait; \
-	for s in $(BESIDE); do [ ! -f .build/logs/molecule-$$s.log ] || cat .build/logs/molecule-$$s.log; done; \
-	beside=$$(cat .build/logs/molecule-beside.rc); \
-	echo "molecule-all: scenarios $(BESIDE) (run beside the others) exited $$beside"; \
-	[ $$rc = 0 ] && [ $$beside = 0 ]
+	for s in $(BESIDE); do \
+	  cat .build/logs/molecule-$$s.log; beside=$$(cat .build/logs/molecule-$$s.rc); \
+	  echo "molecule-all: scenario $$s (run beside the others) exited $$beside"; \
+	  [ $$beside = 0 ] || rc=1; \
+	done; \
+	[ $$rc = 0 ]
 
 # A stack profile's lock, resolved on this machine with the tool venv's uv (README, "One lock for
 # the fleet"): make lock PROFILE=name [VARS=a vars file that defines it] [DEST=path]; the

@@ -161,7 +161,7 @@ class Liveness:
     """
 
     def __init__(self, unit, url, failures, timeout, show, probe, restart, load, save, log,
-                 clock=time.monotonic, grace=0.0):
+                 clock=time.monotonic, grace=0.0, warn=None):
         self.unit = unit
         self.url = url
         self.failures = failures
@@ -173,6 +173,8 @@ class Liveness:
         self.load = load
         self.save = save
         self.log = log
+        # Failed probes and restarts: what an operator looks for (a warning in the journal).
+        self.warn = warn or log
         self.clock = clock
 
     def run(self):
@@ -210,12 +212,12 @@ class Liveness:
             self.save(state)
             return 'not_ready'
         count = int(state.get('failures') or 0) + 1
-        self.log('%sprobe %d/%d failed: %s' % (PREFIX, count, self.failures, cause))
+        self.warn('%sprobe %d/%d failed: %s' % (PREFIX, count, self.failures, cause))
         if count < self.failures:
             state.update(failures=count, last_cause=cause)
             self.save(state)
             return 'failed'
-        self.log('%srestarting %s after %d failed /health_generate probes in a row (last: %s)'
+        self.warn('%srestarting %s after %d failed /health_generate probes in a row (last: %s)'
                  % (PREFIX, self.unit, count, cause))
         # Reset first: a restart that fails is not asked for again on every later run at once;
         # the count has to fill up again.
@@ -235,6 +237,7 @@ def parse_args(argv):
     parser.add_argument('--timeout', type=float, default=5.0, help='seconds one probe may take')
     parser.add_argument('--state-dir', default=STATE_DIR, help='where the JSON state file lives')
     parser.add_argument('--grace', type=float, default=0.0, help='seconds after the unit became active without probing')
+    parser.add_argument('--journal', action='store_true', help='prefix lines with syslog priorities (notice, warning)')
     parser.add_argument('--command-timeout', type=float, default=30.0, help='seconds each systemctl call may take')
     args = parser.parse_args(argv)
     if args.failures < 1 or args.timeout <= 0 or args.grace < 0 or args.command_timeout <= 0:
@@ -248,20 +251,29 @@ def main(argv=None, out=None):
     out = out or sys.stdout
     path = state_path(args.state_dir, args.unit)
 
-    def log(line):
-        out.write(line + '\n')
-        out.flush()  # the journal gets each line as it happens
+    def writer(priority):
+        # --journal: a syslog priority prefix the journal reads (the unit keeps LogLevelMax=notice, so
+        # a run that finds the server well writes nothing, not even systemd's own start lines).
+        prefix = '<%d>' % priority if args.journal else ''
+
+        def write(line):
+            out.write(prefix + line + '\n')
+            out.flush()  # the journal gets each line as it happens
+        return write
+
+    log, warn = writer(5), writer(4)
 
     liveness = Liveness(
         args.unit, args.url, args.failures, args.timeout,
         show=lambda unit: systemctl_show(unit, args.command_timeout),
         probe=http_probe,
         restart=lambda unit: systemctl_restart(unit, args.command_timeout),
-        load=lambda: load_state(path), save=lambda state: save_state(path, state), log=log, grace=args.grace)
+        load=lambda: load_state(path), save=lambda state: save_state(path, state), log=log, grace=args.grace,
+        warn=warn)
     try:
         liveness.run()
     except (CommandFailed, OSError) as exc:
-        log('%s%s: %s' % (PREFIX, args.unit, exc))
+        warn('%s%s: %s' % (PREFIX, args.unit, exc))
         return 1
     return 0
 

@@ -268,3 +268,25 @@ def test_the_script_restarts_a_server_frozen_after_ready(frozen_standin, tmp_pat
     assert all(line.startswith('show -p ActiveState') for line in argvs[:-1])
     state = json.loads((state_dir / ('sglang-liveness-%s.json' % UNIT)).read_text())
     assert state == {'invocation': 'test-invocation', 'ready_seen': True, 'failures': 0, 'last_cause': 'status 503'}
+
+
+def test_for_the_journal_failures_are_warnings(tmp_path):
+    # The unit runs the script with --journal and LogLevelMax=notice: the lines an operator looks for
+    # are warnings, the others notices, so a quiet run writes nothing at all.
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    (bin_dir / 'systemctl').write_text(FAKE_SYSTEMCTL)
+    (bin_dir / 'systemctl').chmod(0o755)
+    state_dir = tmp_path / 'run'
+    state_dir.mkdir()
+    (state_dir / ('sglang-liveness-%s.json' % UNIT)).write_text(json.dumps(
+        {'invocation': 'test-invocation', 'ready_seen': True, 'failures': 0, 'last_cause': ''}))
+    env = dict(os.environ, PATH='%s:%s' % (bin_dir, os.environ.get('PATH', '')), FAKE_SYSTEMCTL_LOG=str(tmp_path / 'argv'))
+    done = subprocess.run([sys.executable, SCRIPT, '--unit', UNIT, '--url', 'http://127.0.0.1:%d/health_generate' % free_port(),
+                           '--failures', '1', '--timeout', '2', '--state-dir', str(state_dir), '--journal'],
+                          capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert done.returncode == 0, done
+    assert done.stdout.splitlines() == [
+        '<4>sglang liveness: probe 1/1 failed: connection refused',
+        '<4>' + (RESTART % 'connection refused').replace('after 3 failed', 'after 1 failed'),
+    ]
