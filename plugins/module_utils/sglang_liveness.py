@@ -218,7 +218,7 @@ class Liveness:
             self.save(state)
             return 'failed'
         self.warn('%srestarting %s after %d failed /health_generate probes in a row (last: %s)'
-                 % (PREFIX, self.unit, count, cause))
+                  % (PREFIX, self.unit, count, cause))
         # Reset first: a restart that fails is not asked for again on every later run at once;
         # the count has to fill up again.
         state.update(failures=0, last_cause=cause)

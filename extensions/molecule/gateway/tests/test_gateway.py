@@ -13,8 +13,9 @@ not a retry, is what keeps the client's failures at zero.
    added back only once healthy again, the roll stopped before the third node.
 4. The same roll without the drain (rolling_gateway_host=''), and with a copy of the collection that
    adds the node back before its gates: requests fail, so the assertions of 2 and 3 can fail.
-5. The gateway's retry policy switched on through the role (site.yml on the gateway host: its
-   arguments changed, so it restarts). A node that hangs after it was ready: the gateway takes it
+5. Check mode reports a changed setting of the gateway and changes nothing. Its retry policy
+   switched on through the role (site.yml on the gateway host: its arguments changed, so it
+   restarts). A node that hangs after it was ready: the gateway takes it
    out within its health window, the node restarts its server itself (liveness timer), it is back
    in rotation, and the client sees no failed request (the gateway retried the hung ones).
 """
@@ -258,6 +259,15 @@ def test_readding_before_the_gates_fails_requests(failing_roll, tmp_path):
     assert len(load.failed()) > 0, "no request failed when the node was added back before its gates"
 
 
+def test_check_mode_reports_a_changed_setting_and_changes_nothing(failing_roll):
+    config = "cat /etc/sglang-gateway/sglang-gateway.json"
+    before = (docker(GATEWAY, config), docker(GATEWAY, "systemctl show -p MainPID --value sglang-gateway"))
+    rc, stats, messages, tail = ansible_playbook("site.yml", "-l", "sglang_gateway", "--check", "--diff",
+                                                 "-e", "sglang_gateway_retry_max_retries=3")
+    assert rc == 0 and stats[GATEWAY]["changed"] > 0, tail
+    assert (docker(GATEWAY, config), docker(GATEWAY, "systemctl show -p MainPID --value sglang-gateway")) == before
+
+
 @pytest.fixture(scope="module")
 def retrying_gateway(failing_roll):
     before = docker(GATEWAY, "systemctl show -p MainPID --value sglang-gateway")
@@ -272,7 +282,6 @@ def test_a_changed_setting_restarts_the_gateway(retrying_gateway):
     assert after != before
     argv = json.loads(docker(GATEWAY, "cat /etc/sglang-gateway/sglang-gateway.json"))["argv"]
     assert argv[argv.index("--retry-max-retries") + 1] == "5"
-
 
 
 def test_a_node_hanging_after_ready_is_taken_out_and_restarts_itself(retrying_gateway):
