@@ -132,7 +132,9 @@ def load_state(path):
 
 
 def save_state(path, state):
-    """Write in one rename: a run killed mid-write leaves the old state, never half a file."""
+    """Write in one rename: a run killed mid-write leaves the old state, never half a file.
+
+    Not atomic_file.py: this file is installed alone as the timer's script and imports nothing of the collection."""
     directory = os.path.dirname(path) or '.'
     if not os.path.isdir(directory):
         os.makedirs(directory, 0o755)
