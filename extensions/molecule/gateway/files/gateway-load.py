@@ -1,7 +1,8 @@
 """Test tools run on the gateway host (stdlib only), each until its stop file appears.
 
-client URL LOG RATE MAX: a bounded client load: RATE requests a second, MAX requests at most, each a
-POST /generate of 8 tokens through the gateway; one JSON line per request (start, end, status, error).
+client URL LOG RATE MAX [KEY]: a bounded client load: RATE requests a second, MAX requests at most, each a
+POST /generate of 8 tokens through the gateway (with KEY as a bearer token); one JSON line per request
+(start, end, status, error).
 monitor URL KEY LOG: the gateway's view of its workers every 0.25 s; one JSON line per sample
 (time, [{url, healthy, status}]).
 """
@@ -23,11 +24,14 @@ def log_line(handle, lock, record):
         handle.flush()
 
 
-def one_request(url, handle, lock):
+def one_request(url, key, handle, lock):
     body = json.dumps({"text": "Hi", "sampling_params": {"max_new_tokens": 8}}).encode()
     started, status, error = time.time(), None, None
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = "Bearer " + key
     try:
-        request = urllib.request.Request(url + "/generate", data=body, headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(url + "/generate", data=body, headers=headers)
         with urllib.request.urlopen(request, timeout=60) as response:
             status = response.status
             json.loads(response.read())
@@ -38,7 +42,7 @@ def one_request(url, handle, lock):
     log_line(handle, lock, {"start": started, "end": time.time(), "status": status, "error": error})
 
 
-def client(url, path, rate, most):
+def client(url, path, rate, most, key=""):
     lock, threads = threading.Lock(), []
     with open(path, "a") as handle:
         start = time.time()
@@ -48,7 +52,7 @@ def client(url, path, rate, most):
             delay = start + number / float(rate) - time.time()
             if delay > 0:
                 time.sleep(delay)
-            thread = threading.Thread(target=one_request, args=(url, handle, lock))
+            thread = threading.Thread(target=one_request, args=(url, key, handle, lock))
             thread.start()
             threads.append(thread)
         for thread in threads:
@@ -74,6 +78,6 @@ def monitor(url, key, path):
 
 if __name__ == "__main__":
     if sys.argv[1] == "client":
-        client(*sys.argv[2:6])
+        client(*sys.argv[2:7])
     else:
         monitor(*sys.argv[2:5])

@@ -1,6 +1,7 @@
 """SGLang's model gateway (smg) in front of three stand-in nodes, under a bounded client load.
 
-The client sends 5 requests a second (at most 3000) through the gateway from the gateway host; a
+The client sends 5 requests a second (at most 3000) through the gateway from the gateway host, with
+the API key the nodes and the gateway share (smg's --api-key); a
 monitor records the gateway's view of its workers every 0.25 s. The scenario's gateway does not
 retry (retry_max_retries 1), so a request that reaches a node while it restarts fails: the drain,
 not a retry, is what keeps the client's failures at zero.
@@ -35,7 +36,10 @@ GATEWAY = "inferops-gw-gateway"
 NODES = ["inferops-gw-%d" % n for n in range(1, 4)]
 URL = dict((node, "http://%s:30000" % node) for node in NODES)
 KEY = "molecule-gateway-control-key"
+NODE_KEY = "molecule-node-api-key"  # the nodes' sglang_server_api_key, which the gateway sends them
 RATE, MOST = 5, 3000
+# What each load saw, written to .build/logs/gateway-figures.json for the record (docs, notes).
+FIGURES = {}
 
 
 def docker(host, command, timeout=120):
@@ -97,8 +101,9 @@ class Load:
                % (Load.count, KEY, self.monitor_log))
         time.sleep(1)
         self.started = time.time()
-        docker(GATEWAY, "systemd-run --unit=gateway-client-%d python3 /usr/local/bin/gateway-load client http://127.0.0.1:30080 %s %d %d"
-               % (Load.count, self.client_log, RATE, MOST))
+        # smg's --api-key is one shared key: clients send it, and the gateway sends it on to the nodes.
+        docker(GATEWAY, "systemd-run --unit=gateway-client-%d python3 /usr/local/bin/gateway-load client http://127.0.0.1:30080 %s %d %d %s"
+               % (Load.count, self.client_log, RATE, MOST, NODE_KEY))
 
     def stop(self):
         self.stopped = time.time()
@@ -114,6 +119,11 @@ class Load:
 
     def failed(self):
         return [r for r in self.requests if r["status"] != 200]
+
+    def assert_failed_by_a_restart(self, why):
+        """Some requests failed, and as a node that restarts fails them: upstream errors, not a refused key."""
+        assert len(self.failed()) > 0, why
+        assert all(r["status"] is None or r["status"] >= 500 for r in self.failed()), self.failed()[:3]
 
     def in_rotation(self, sample):
         return set(w["url"] for w in sample.get("workers", []) if w["healthy"] and w["status"] == "ready")
@@ -142,6 +152,21 @@ class Load:
     def assert_out_of_rotation_at(self, node, instant):
         assert any(first < instant < last for first, last in self.out_windows(node)), \
             "%s was in rotation at %.1f (out: %s)" % (node, instant, self.out_windows(node))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def figures():
+    yield
+    path = os.path.join(PROJECT, ".build", "logs", "gateway-figures.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as handle:
+        json.dump(FIGURES, handle, indent=2, sort_keys=True)
+
+
+def record(name, load, **more):
+    FIGURES[name] = dict(requests=len(load.requests), failed=len(load.failed()), seconds=round(load.stopped - load.started, 1),
+                         fewest_in_rotation=load.fewest_in_rotation()[0],
+                         failures=sorted(set(str(r["status"]) + " " + (r["error"] or "")[:80] for r in load.failed()))[:5], **more)
 
 
 def run_under_load(playbook, *args, **kwargs):
@@ -174,8 +199,10 @@ def test_the_gateway_runs_hardened_with_its_keys_out_of_argv():
     pid = docker(GATEWAY, "systemctl show -p MainPID --value sglang-gateway")
     assert docker(GATEWAY, "systemctl is-active sglang-gateway") == "active"
     assert docker(GATEWAY, "stat -c %U /proc/" + pid) == "smg"
-    assert docker(GATEWAY, "tr '\\0' ' ' </proc/%s/cmdline" % pid).count(KEY) == 0
-    assert KEY not in docker(GATEWAY, "cat /etc/systemd/system/sglang-gateway.service /etc/sglang-gateway/sglang-gateway.json")
+    cmdline = docker(GATEWAY, "tr '\\0' ' ' </proc/%s/cmdline" % pid)
+    assert KEY not in cmdline and NODE_KEY not in cmdline, cmdline
+    written = docker(GATEWAY, "cat /etc/systemd/system/sglang-gateway.service /etc/sglang-gateway/sglang-gateway.json")
+    assert KEY not in written and NODE_KEY not in written
     assert docker(GATEWAY, "stat -c '%U %a' /etc/sglang-gateway/sglang-gateway.secrets.json") == "smg 600"
     unit = docker(GATEWAY, "systemctl show sglang-gateway -p User -p NoNewPrivileges -p ProtectSystem -p CapabilityBoundingSet")
     assert "User=smg" in unit and "NoNewPrivileges=yes" in unit and "ProtectSystem=strict" in unit
@@ -188,10 +215,17 @@ def test_the_gateway_runs_hardened_with_its_keys_out_of_argv():
     workers = json.loads(docker(GATEWAY, "curl -s -H 'Authorization: Bearer %s' http://127.0.0.1:30080/workers" % KEY))
     assert sorted(w["url"] for w in workers["workers"]) == sorted(URL.values())
     assert docker(GATEWAY, "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:30080/workers") == "401"
+    # The nodes want their key, and so does the gateway from its clients (smg's --api-key is shared).
+    assert docker(GATEWAY, "curl -s -o /dev/null -w '%{http_code}' http://inferops-gw-1:30000/v1/models") == "401"
+    generate = ("curl -s -o /dev/null -w '%%{http_code}' %s -H 'Content-Type: application/json' "
+                "-d '{\"text\": \"Hi\", \"sampling_params\": {\"max_new_tokens\": 1}}' http://127.0.0.1:30080/generate")
+    assert docker(GATEWAY, generate % "") == "401"
+    assert docker(GATEWAY, generate % ("-H 'Authorization: Bearer %s'" % NODE_KEY)) == "200"
 
 
 def test_a_full_roll_through_the_gateway_fails_no_request(clean_roll):
     rc, messages, tail, load, before = clean_roll
+    record("full roll", load)
     assert rc == 0, tail
     assert len(load.requests) >= RATE * 30, len(load.requests)
     assert load.failed() == [], load.failed()[:5]
@@ -207,6 +241,7 @@ def test_a_full_roll_through_the_gateway_fails_no_request(clean_roll):
 def test_a_node_failing_its_gate_is_rolled_back_then_added_back(failing_roll):
     rc, stats, messages, tail, load, pids, releases = failing_roll
     failing, untouched = NODES[1], NODES[2]
+    record("roll with a node failing its gate", load)
     assert rc != 0, tail
     assert "%s failed and was rolled back" % failing in messages, messages
     assert load.failed() == [], load.failed()[:5]
@@ -227,8 +262,9 @@ def test_without_the_drain_the_same_roll_fails_requests(failing_roll):
     # The first node is on release A now (the failing roll upgraded it); B again, with no gateway.
     (rc, stats, messages, tail), load = run_under_load(
         "playbooks/rolling.yml", "-e", "ml_env_profile=ci-b", "-e", "rolling_gateway_host=", "-l", NODES[0])
+    record("one node rolled without the drain", load)
     assert rc == 0, tail
-    assert len(load.failed()) > 0, "no request failed without the drain: the zero-failure checks prove nothing"
+    load.assert_failed_by_a_restart("no request failed without the drain: the zero-failure checks prove nothing")
 
 
 MUTATION = ("""    - name: Drain the node
@@ -255,8 +291,9 @@ def test_readding_before_the_gates_fails_requests(failing_roll, tmp_path):
     (rc, stats, messages, tail), load = run_under_load(
         "playbooks/rolling.yml", "-e", "ml_env_profile=ci-a", "-l", NODES[0], project=str(copy),
         env={"ANSIBLE_COLLECTIONS_PATH": ":".join([str(tmp_path)] + [p for p in paths if not p.endswith("/.collections")])})
+    record("one node added back before its gates (mutated copy)", load)
     assert rc == 0, tail
-    assert len(load.failed()) > 0, "no request failed when the node was added back before its gates"
+    load.assert_failed_by_a_restart("no request failed when the node was added back before its gates")
 
 
 def test_check_mode_reports_a_changed_setting_and_changes_nothing(failing_roll):
@@ -300,8 +337,10 @@ def test_a_node_hanging_after_ready_is_taken_out_and_restarts_itself(retrying_ga
             break
     time.sleep(2)
     load.stop()
-    assert back is not None, "the hung node did not come back"
     out = [w for w in load.out_windows(node) if w[1] >= hung]
+    record("a node hangs after ready (retries on)", load, taken_out_after=round(out[0][0] - hung, 1) if out else None,
+           back_after=round(back - hung, 1) if back else None)
+    assert back is not None, "the hung node did not come back"
     assert out and out[0][0] - hung <= 10, "the gateway took %s out after %s" % (node, out)
     journal = docker(node, "journalctl --no-pager -u sglang-server-liveness.service")
     assert "sglang liveness: restarting sglang-server.service after 3 failed /health_generate probes" in journal, journal[-2000:]
@@ -311,7 +350,8 @@ def test_a_node_hanging_after_ready_is_taken_out_and_restarts_itself(retrying_ga
 
 def test_the_fleet_report_shows_how_the_gateway_sees_each_node(tmp_path):
     module = ["-m", "inferops.gpu.sglang_gateway_worker", "-a",
-              "gateway_url=http://127.0.0.1:30080 api_key=%s worker_url=%s state=%%s" % (KEY, URL[NODES[0]])]
+              "gateway_url=http://127.0.0.1:30080 api_key=%s worker_api_key=%s worker_url=%s healthy_timeout=60 state=%%s"
+              % (KEY, NODE_KEY, URL[NODES[0]])]
     argv = ["ansible", "-i", INVENTORY, GATEWAY] + module[:-1]
     drained = subprocess.run(argv + [module[-1] % "absent"], cwd=PROJECT, capture_output=True, text=True, timeout=300, check=False)
     assert drained.returncode == 0 and "CHANGED" in drained.stdout, drained.stdout[-2000:]
