@@ -15,7 +15,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections:$(ROOT)/.build/collectio
 export XDG_CACHE_HOME := $(ROOT)/.build/xdg-cache
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test lint sanity unit package molecule molecule-all bench bench-noop tools engine clean distclean help
+.PHONY: demo test lint sanity unit package molecule molecule-all bench bench-noop bench-serving tools engine clean distclean help
 .PHONY: tools-floor lint-floor sanity-floor unit-floor molecule-floor lock lock-check
 
 help:
@@ -113,7 +113,10 @@ lock-check: tools
 	tools/lock-check.sh
 
 # Benchmarks (not tests): each writes its figures into docs/benchmarks.md.
-bench: bench-noop
+bench: bench-serving bench-noop
+
+bench-serving: tools engine
+	python bench/serving_wait.py
 
 bench-noop: tools engine
 	python bench/noop_converge.py

@@ -6,47 +6,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 hosts=(inferops-demo-1 inferops-demo-2)
 
 if [ "${1:-}" = --destroy ]; then
-  docker rm -f "${hosts[@]}" >/dev/null 2>&1 || true
-  exit 0
+  exec "$root/tools/hosts.sh" --destroy "${hosts[@]}"
 fi
 
-image=$("$root/tools/base-image.sh")
-# The flags that let systemd run as PID 1 here (--privileged is refused: no CAP_SYS_RESOURCE).
-systemd_flags=(--cap-add ALL --cap-drop SYS_RESOURCE --security-opt seccomp=unconfined
-  --security-opt apparmor=unconfined --cgroupns=host -v /sys/fs/cgroup:/sys/fs/cgroup:rw
-  --tmpfs /run --tmpfs /run/lock --stop-signal SIGRTMIN+3)
-proxy_env=()
-for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
-  [ -n "${!v:-}" ] && proxy_env+=(-e "$v=${!v}")
-done
-
-for h in "${hosts[@]}"; do
-  current=$(docker inspect -f '{{.Config.Image}} {{.State.Running}}' "$h" 2>/dev/null || true)
-  if [ "$current" != "$image true" ]; then
-    docker rm -f "$h" >/dev/null 2>&1 || true
-    docker run -d --name "$h" --hostname "$h" "${systemd_flags[@]}" "${proxy_env[@]}" "$image" /lib/systemd/systemd >/dev/null
-    echo "demo: started $h from $image"
-  fi
-done
-for h in "${hosts[@]}"; do
-  timeout 60 docker exec "$h" systemctl is-system-running --wait >/dev/null || true
-done
-
-# The CI stack's SGLang stand-in comes from a wheelhouse on each host (tests/fixtures/).
-# Keyed by the stand-in's sources: a changed stand-in is built again (same name and version).
-standin="$root/tests/fixtures/sglang_standin"
-key=$(cd "$standin" && find . -type f ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-12)
-wheelhouse="$root/.build/demo-wheelhouse/$key"
-if [ ! -f "$wheelhouse/sglang-0.5.9-py3-none-any.whl" ]; then
-  "$root/.build/venv/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps \
-    -w "$wheelhouse" "$standin"
-fi
-# The model directory the server serves (the stand-in reads only its config.json).
-for h in "${hosts[@]}"; do
-  docker exec "$h" mkdir -p /opt/inferops-wheelhouse /srv/models/standin
-  docker cp -q "$wheelhouse/." "$h:/opt/inferops-wheelhouse/"
-  docker exec "$h" sh -c 'echo "{\"architectures\": [\"StandinForCausalLM\"]}" > /srv/models/standin/config.json'
-done
+"$root/tools/hosts.sh" "${hosts[@]}"
 
 cd "$root"
 start=$(date +%s)

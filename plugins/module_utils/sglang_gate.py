@@ -28,8 +28,9 @@ PROBE_BACKOFF = 1.0
 class _Worker:
     """One readiness round at a time, off the polling loop."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, done=None):
         self.fn = fn
+        self.done = done
         self.thread = None
         self.result = None
 
@@ -44,6 +45,8 @@ class _Worker:
                 self.result = self.fn(*args)
             except Exception as exc:  # pylint: disable=broad-except
                 self.result = (False, 'probe error: %s' % exc, False)
+            if self.done is not None:
+                self.done()
         self.thread = threading.Thread(target=body)
         self.thread.daemon = True
         self.thread.start()
@@ -64,7 +67,7 @@ class Gate:
 
     def __init__(self, server, log, probe, progress, host, port, timeout, stall_timeout, poll_interval=0.2,
                  skip_warmup=False, expected_name=None, do_probe=True, ready_line_seen=False,
-                 clock=time.monotonic, sleep=time.sleep, is_port_open=port_open):
+                 clock=time.monotonic, sleep=None, is_port_open=port_open):
         self.server = server
         self.log = log
         self.probe = probe
@@ -78,7 +81,10 @@ class Gate:
         self.expected_name = expected_name
         self.do_probe = do_probe
         self.clock = clock
-        self.sleep = sleep
+        # Between polls the gate waits on `wake`, which a finished readiness round sets: the
+        # verdict is acted on at once, not up to a poll interval later.
+        self.wake = threading.Event()
+        self.sleep = sleep or self._wait_for_wake
         self.is_port_open = is_port_open
         self.scanner = SignatureScanner()
         self.phase = 'starting'
@@ -89,7 +95,12 @@ class Gate:
         self.next_probe_at = 0.0
         self.probed_with_ready_line = False
         self.worker = _Worker(lambda: check_ready(self.probe, self.deadline.clamp, self.ready_line,
-                                                  self.skip_warmup, self.expected_name))
+                                                  self.skip_warmup, self.expected_name),
+                              done=self.wake.set)
+
+    def _wait_for_wake(self, seconds):
+        self.wake.wait(seconds)
+        self.wake.clear()
 
     # One poll: returns a result dict when the start is decided, None to keep waiting.
     def step(self):

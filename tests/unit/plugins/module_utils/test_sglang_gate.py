@@ -151,3 +151,29 @@ def test_progress_is_written_while_waiting(tmp_path):
     script.gate().run()
     progress = json.load(open(str(script.log) + '.progress'))
     assert progress['state'] == 'ready' and progress['phase'] == 'ready'
+
+
+def test_a_finished_readiness_round_is_acted_on_at_once_not_at_the_next_poll(tmp_path):
+    # Real clock and the gate's own wait: a 5 s poll interval must not delay the verdict.
+    log = tmp_path / 'server.log'
+    log.write_text('')
+    follower = LogFollower(str(log))
+    log.write_text('INFO:     Uvicorn running on http://127.0.0.1:30000\nThe server is fired up and ready to roll!\n')
+
+    class Alive:
+        @staticmethod
+        def status():
+            return True, None
+
+    def http(method, url, headers, body, timeout):
+        time.sleep(0.05)  # a round that is still running when the first poll ends
+        path = url.split(':30000', 1)[1]
+        return 200, {'/health_generate': '', '/generate': GENERATE_OK, '/v1/models': MODELS_OK, '/model_info': '{}'}[path], None
+
+    gate = Gate(Alive(), follower, Probe(http, '127.0.0.1', 30000), ProgressFile(str(tmp_path / 'progress.json')),
+                '127.0.0.1', 30000, timeout=60, stall_timeout=10, poll_interval=5.0,
+                is_port_open=lambda host, port: True)
+    began = time.monotonic()
+    result = gate.run()
+    assert result['ready']
+    assert time.monotonic() - began < 2.0
