@@ -15,7 +15,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections:$(ROOT)/.build/collectio
 export XDG_CACHE_HOME := $(ROOT)/.build/xdg-cache
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test lint sanity unit package molecule molecule-all bench bench-noop bench-serving tools engine clean distclean help
+.PHONY: demo test lint sanity unit package molecule molecule-all bench bench-noop bench-serving bench-converge bench-rolling bench-mlenv tools engine clean distclean help
 .PHONY: tools-floor lint-floor sanity-floor unit-floor molecule-floor lock lock-check
 
 help:
@@ -113,16 +113,27 @@ lock-check: tools
 	tools/lock-check.sh
 
 # Benchmarks (not tests): each writes its figures into docs/benchmarks.md.
-bench: bench-serving bench-noop
+bench: bench-serving bench-converge bench-rolling bench-mlenv bench-noop
 
 bench-serving: tools engine
 	python bench/serving_wait.py
 
+bench-converge: tools engine
+	python bench/converge.py
+
+bench-rolling: tools engine
+	python bench/rolling_serial.py
+
 bench-noop: tools engine
 	python bench/noop_converge.py
 
+# In a demo host (tools/demo.sh starts it when it is not up): uv against pip, and the role's re-run.
+bench-mlenv: tools engine
+	python bench/mlenv_build.py
+
 clean:
 	-tools/demo.sh --destroy
+	-docker ps -aq --filter name=inferops-bench- | xargs -r docker rm -f >/dev/null
 	rm -rf .build tests/output
 
 distclean: clean

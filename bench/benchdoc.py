@@ -9,6 +9,7 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,9 +31,17 @@ def write_section(name, text, doc=DOC):
         handle.write(current)
 
 
+def command(target):
+    """The make target, with the script's arguments when it was run with any."""
+    args = sys.argv[1:]
+    if not args:
+        return "`%s`" % target
+    return "`%s` (`python %s %s`)" % (target, os.path.relpath(sys.argv[0], ROOT), " ".join(args))
+
+
 def provenance(command, extra=""):
     """One line: the command, the date, the machine and the versions that made the figures."""
-    return ("Command: `%s`, %s. Machine: %s, %d CPUs, Python %s, ansible-core %s%s." % (
+    return ("Command: %s, %s. Machine: %s, %d CPUs, Python %s, ansible-core %s%s." % (
         command, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), platform.platform(terse=True),
         os.cpu_count(), platform.python_version(), ansible_version(), extra))
 

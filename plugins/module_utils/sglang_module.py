@@ -12,6 +12,7 @@ from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 
 from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout
 from ansible_collections.inferops.gpu.plugins.module_utils.gpu_facts import collect_gpu_facts
+from ansible_collections.inferops.gpu.plugins.module_utils.local_http import request as plain_http_request
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_gate import Gate
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_launch import ProcessManager, SystemdManager
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_ops import Operations
@@ -23,6 +24,8 @@ from ansible_collections.inferops.gpu.plugins.module_utils.sglang_watch import (
 
 def http(method, url, headers, body, timeout):
     """(status, text, error) of one request; the server is local, so proxies are never used."""
+    if url.startswith('http://'):
+        return plain_http_request(method, url, headers, body, timeout)
     try:
         response = open_url(url, method=method, headers=headers, data=body, timeout=timeout, use_proxy=False,
                             validate_certs=False, follow_redirects='none')

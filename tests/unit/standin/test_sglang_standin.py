@@ -23,6 +23,7 @@ import pytest
 
 from sglang.standin import args as standin_args
 from sglang.standin import backends, config, faults, http, ranks, texts
+from sglang.standin.settings import BadSetting, Settings
 
 READY = 'The server is fired up and ready to roll!'
 RUNNING = 'Uvicorn running on http://127.0.0.1:'
@@ -473,7 +474,7 @@ FAKE_TORCH = {
 import os
 import sys
 
-int64, uint8 = 'int64', 'uint8'
+int64, uint8, bfloat16 = 'int64', 'uint8', 'bfloat16'
 
 
 def note(text):
@@ -482,8 +483,9 @@ def note(text):
 
 
 class Tensor:
-    def __init__(self, values):
+    def __init__(self, values, shape=None):
         self.values = list(values)
+        self.shape = shape or (len(self.values),)
 
     def item(self):
         return self.values[0]
@@ -495,6 +497,10 @@ def tensor(values, dtype=None):
 
 def ones(count, device=None):
     return Tensor([1] * count)
+
+
+def zeros(shape, dtype=None, device=None):
+    return Tensor([0], tuple(shape))
 
 
 def empty(count, dtype=None, device=None):
@@ -549,7 +555,7 @@ def new_group(backend=None, timeout=None):
 
 
 def all_reduce(tensor):
-    torch.note('all_reduce on cuda:%s' % torch.cuda.current)
+    torch.note('all_reduce on cuda:%s of %s' % (torch.cuda.current, 'x'.join(map(str, tensor.shape))))
 
 
 def broadcast(tensor, src=0, group=None):
@@ -587,6 +593,48 @@ def test_gpu_mode_code_paths_with_a_fake_torch(standin, fake_torch):
     server.assert_gone()
 
 
+def test_gpu_mode_decode_step_is_layers_all_reduces_of_a_hidden_wide_tensor(standin, fake_torch):
+    server = standin(['--tp', '2'], env={'PYTHONPATH': fake_torch, 'SGLANG_STANDIN_GPU': '1',
+                                         'SGLANG_STANDIN_GPU_MEM_GIB': '0.5', 'SGLANG_STANDIN_LAYERS': '3',
+                                         'SGLANG_STANDIN_HIDDEN': '7168'})
+    server.wait_for(READY)
+    for rank in (0, 1):
+        assert 'rank %d decodes 3 all_reduce(s) of a 1 x 7168 bfloat16 tensor per token' % rank in server.log()
+    before = server.log().count('all_reduce on cuda:0 of 1x7168')
+    status, _body = server.request('POST', '/generate', {'text': 'x', 'sampling_params': {'max_new_tokens': 5}})
+    assert status == 200
+    time.sleep(0.1)
+    assert server.log().count('all_reduce on cuda:0 of 1x7168') == before + 5 * 3  # 3 layers a token
+    assert server.terminate()[0] == 0
+    server.assert_gone()
+
+
+def test_decode_step_defaults_and_refusals():
+    assert (Settings({}).layers, Settings({}).hidden) == (1, 1)  # one one-element all_reduce a token
+    decode = Settings({'SGLANG_STANDIN_LAYERS': ' 60 ', 'SGLANG_STANDIN_HIDDEN': '7168'})
+    assert (decode.layers, decode.hidden) == (60, 7168)
+    assert Settings({'SGLANG_STANDIN_LAYERS': ''}).layers == 1  # empty is unset, as for the other knobs
+    for bad in ('0', '-1', '2.5', 'x'):
+        with pytest.raises(BadSetting, match='SGLANG_STANDIN_LAYERS must be a positive integer'):
+            Settings({'SGLANG_STANDIN_LAYERS': bad})
+        with pytest.raises(BadSetting, match='SGLANG_STANDIN_HIDDEN must be a positive integer'):
+            Settings({'SGLANG_STANDIN_HIDDEN': bad})
+
+
+def test_cpu_mode_accepts_the_decode_step_and_refuses_a_bad_one(standin):
+    good = standin(env={'SGLANG_STANDIN_LAYERS': '60', 'SGLANG_STANDIN_HIDDEN': '7168'})
+    good.wait_for(READY)
+    status, body = good.request('POST', '/generate', {'text': 'x', 'sampling_params': {'max_new_tokens': 4}})
+    assert status == 200 and json.loads(body)['meta_info']['completion_tokens'] == 4
+    assert 'decodes' not in good.log()  # CPU mode has no all_reduce to repeat
+    assert good.terminate()[0] == 0
+    bad = standin(env={'SGLANG_STANDIN_LAYERS': 'sixty'})
+    assert bad.wait_exit() == 2
+    assert "SGLANG_STANDIN_LAYERS must be a positive integer, got 'sixty'" in bad.log()
+    assert 'server_args=' not in bad.log()
+    bad.assert_gone()
+
+
 def test_auto_falls_back_to_cpu_mode_when_gpus_are_missing(standin, fake_torch):
     server = standin(['--tp', '2'], env={'PYTHONPATH': fake_torch, 'SGLANG_STANDIN_GPU': 'auto',
                                          'FAKE_TORCH_GPUS': '1'})
@@ -607,9 +655,11 @@ def _cuda_devices():
 @pytest.mark.skipif(_cuda_devices() < 1, reason='GPU mode needs torch with CUDA')
 def test_gpu_mode_holds_memory_and_all_reduces(standin):
     tp = min(2, _cuda_devices())
-    server = standin(['--tp', str(tp)], env={'SGLANG_STANDIN_GPU': '1', 'SGLANG_STANDIN_GPU_MEM_GIB': '0.25'})
+    server = standin(['--tp', str(tp)], env={'SGLANG_STANDIN_GPU': '1', 'SGLANG_STANDIN_GPU_MEM_GIB': '0.25',
+                                             'SGLANG_STANDIN_LAYERS': '4', 'SGLANG_STANDIN_HIDDEN': '7168'})
     server.wait_for(READY, timeout=120)
     assert 'holds 0.25 GiB of GPU memory on cuda:0' in server.log()
+    assert 'decodes 4 all_reduce(s) of a 1 x 7168 bfloat16 tensor per token' in server.log()
     status, body = server.request('POST', '/generate', {'text': 'x', 'sampling_params': {'max_new_tokens': 4}})
     assert status == 200 and json.loads(body)['meta_info']['completion_tokens'] == 4
     assert server.request('GET', '/health_generate')[0] == 200
