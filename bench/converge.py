@@ -106,7 +106,10 @@ def report(results, args, seconds):
         cold = [run.seconds for run in result["cold"]]
         noop = [run.seconds for run in result["noop"]]
         floor = [run.seconds for run in result["floor"]]
-        per_host = lambda run: run.ran() // size  # noqa: E731
+
+        def per_host(run, size=size):
+            return run.ran() // size
+
         if cold:
             rows.append(["%d" % size, "cold `site.yml`", benchdoc.fmt(benchdoc.median(cold)),
                          ", ".join(benchdoc.fmt(v) for v in cold), per_host(result["cold"][-1]),

@@ -68,8 +68,7 @@ class Run:
 
     def tasks(self):
         for one in self.report.get("plays", []):
-            for task in one["tasks"]:
-                yield task
+            yield from one["tasks"]
 
     def task(self, name):
         """The last task whose name ends with `name`."""
@@ -106,8 +105,8 @@ def play(command, check=True, timeout=3600, env=None):
     except ValueError:
         report = {}
     if check and proc.returncode != 0:
-        raise PlaybookFailed("%s failed (rc %d):\n%s\n%s" % (" ".join(command), proc.returncode,
-                                                           proc.stdout[-4000:], proc.stderr[-4000:]))
+        raise PlaybookFailed("%s failed (rc %d):\n%s\n%s" % (
+            " ".join(command), proc.returncode, proc.stdout[-4000:], proc.stderr[-4000:]))
     return Run(seconds, report, proc.returncode, started)
 
 

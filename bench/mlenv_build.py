@@ -360,8 +360,8 @@ def installer_count(counted):
 def rerun_table(results):
     rows = []
     changed = ", ".join(str(r["changed"]) for r in results["role"])
-    for key, label in (("role", "the ml_env role (`%s`), %d tasks run, changed %s" % (
-                            PLAYBOOK, results["role"][0]["tasks"], changed)),
+    role_label = "the ml_env role (`%s`), %d tasks run, changed %s" % (PLAYBOOK, results["role"][0]["tasks"], changed)
+    for key, label in (("role", role_label),
                        ("uv", "`uv pip install` of the same pins again (the role's command)"),
                        ("pip", "`pip install --no-deps` of the same pins again")):
         runs = results[key]

@@ -323,17 +323,18 @@ def section(results_dir, host=None, charts=True, note=None):
     auto = auto_choice(summary)
     date = re.search(r"date: (\d{4}-\d\d-\d\d)", host_txt)
     described = host or host_line(meta, host_txt)
-    parts = ["## NCCL all-reduce at decode sizes per runtime_env NCCL profile (%s, %s)"
-             % (date.group(1) if date else "undated", described),
-             provenance(meta, host_txt, results_dir), method(meta)] + ([note] if note else []) + [
-             findings(runs, profiles, world, auto),
-             "Latency, CUDA graph (as SGLang runs decode):", latency_table(runs, profiles, "graph", auto),
-             "Latency, eager:", latency_table(runs, profiles, "eager", auto),
-             "Bandwidth, 1 MiB to 1 GiB:", busbw_table(runs, profiles, world, auto),
-             "Stand-in decode loop (`tests/gpu/decode_loop.py`, --tp %s):" % (runs[profiles[0]]["loop"].get("tp", "?")),
-             loop_table(runs, profiles, auto),
-             "What each measuring process saw of NCCL_* (from the ml-env venv's start-up hook and the platform; "
-             "the script's own NCCL_DEBUG left out):", env_lines(runs, profiles, auto)]
+    title = "## NCCL all-reduce at decode sizes per runtime_env NCCL profile (%s, %s)" % (
+        date.group(1) if date else "undated", described)
+    parts = [title, provenance(meta, host_txt, results_dir), method(meta)] + ([note] if note else [])
+    parts += [
+        findings(runs, profiles, world, auto),
+        "Latency, CUDA graph (as SGLang runs decode):", latency_table(runs, profiles, "graph", auto),
+        "Latency, eager:", latency_table(runs, profiles, "eager", auto),
+        "Bandwidth, 1 MiB to 1 GiB:", busbw_table(runs, profiles, world, auto),
+        "Stand-in decode loop (`tests/gpu/decode_loop.py`, --tp %s):" % (runs[profiles[0]]["loop"].get("tp", "?")),
+        loop_table(runs, profiles, auto),
+        "What each measuring process saw of NCCL_* (from the ml-env venv's start-up hook and the platform; "
+        "the script's own NCCL_DEBUG left out):", env_lines(runs, profiles, auto)]
     if charts:
         parts += [c for c in (latency_chart(runs, profiles, auto), loop_chart(runs, profiles, auto)) if c]
     return "\n\n".join(parts)

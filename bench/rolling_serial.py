@@ -60,11 +60,14 @@ def roll(fleet, serial, steps, bs):
     if steps:
         extra["rolling_steps"] = steps
     began = time.time()
-    run = fleet.play("rolling.yml", "-l", "blackwell", "-e", json.dumps(extra), timeout=3600)
+    run = fleet.play("rolling.yml", "-l", "blackwell", "-e", json.dumps(extra), timeout=3600, check=False)
     ended = time.time()
     worst, count = most_down_at_once({host: samples(fleet.exec(host, "cat", SAMPLES).stdout, began, ended)
                                       for host in fleet.hosts})
-    return dict(serial=serial, seconds=run.seconds, changed=run.changed(), down=worst, samples=count, bs=bs)
+    failures = ["%s: %s" % (host, str(result.get("msg", ""))[:300]) for task in run.tasks()
+                for host, result in task["hosts"].items() if result.get("failed") and not result.get("ignore_errors")]
+    return dict(serial=serial, seconds=run.seconds, changed=run.changed(), down=worst, samples=count, bs=bs,
+                rc=run.rc, failures=failures)
 
 
 def main():
@@ -89,7 +92,8 @@ def main():
     print(section)
     if not args.no_write:
         benchdoc.write_section("rolling", section)
-    wrong = [r for r in rolls if r["down"] > r["serial"] or r["changed"] == 0]
+    # A roll that failed (a gate, a rollback) is not a figure of a roll: it stops the bench.
+    wrong = [r for r in rolls if r["down"] > r["serial"] or r["changed"] == 0 or r["rc"] != 0]
     if wrong:
         sys.exit("a roll took more hosts out than its batch, or changed nothing: %s" % wrong)
 
@@ -102,6 +106,7 @@ def report(rolls, args, steps, seconds):
         times = [r["seconds"] for r in mine]
         medians[serial] = benchdoc.median(times)
         rows.append(["%d" % serial, benchdoc.fmt(medians[serial]), ", ".join(benchdoc.fmt(t) for t in times),
+                     "%d/%d" % (sum(r["rc"] == 0 for r in mine), len(mine)),
                      max(r["down"] for r in mine), ", ".join(str(r["down"]) for r in mine),
                      ", ".join(str(r["changed"]) for r in mine), sum(r["samples"] for r in mine)])
         series.append(("serial %d" % serial, times))
@@ -115,13 +120,16 @@ def report(rolls, args, steps, seconds):
         "snapshotted, restarted behind its health gate, measured by its throughput gate and recorded. Out of service: "
         "a host whose own `/health_generate` sampler (every 0.5 s) last saw anything but 200.",
         "",
-        benchdoc.table(["serial", "median s", "rolls (s)", "most hosts out at once", "per roll", "changed",
+        benchdoc.table(["serial", "median s", "rolls (s)", "rolls that passed", "most hosts out at once", "per roll", "changed",
                         "samples"], rows),
         "",
         "Serial 1 / serial 2 wall time: **%s**." % benchdoc.ratio(medians[1], medians[2], 2),
-        "",
-        benchdoc.chart("rolling", "rolling.yml over 4 hosts (s)", "seconds", series),
     ]
+    failed = [r for r in rolls if r["rc"] != 0]
+    if failed:
+        lines += ["", "Rolls that failed: %s" % "; ".join(
+            "serial %d: %s" % (r["serial"], " | ".join(r["failures"][:3])) for r in failed)]
+    lines += ["", benchdoc.chart("rolling", "rolling.yml over 4 hosts (s)", "seconds", series)]
     return "\n".join(lines)
 
 

@@ -158,7 +158,7 @@ def report(args, crash, late_ours, late_wait_for, ready, seconds):
         rows.append([LABEL[wait], benchdoc.fmt(benchdoc.median(values), 2), ", ".join(benchdoc.fmt(v, 1) for v in values),
                      "%d/%d" % (failed, len(values)), "%d/%d" % (named, len(values)),
                      benchdoc.ratio(benchdoc.median(values), benchdoc.median([s.after(s.crash) for s in crash["ours"]]), 0)])
-        series.append((LABEL[wait].split(" (")[0], [v for v in values if v is not None]))
+        series.append((LABEL[wait].split(" (", maxsplit=1)[0], [v for v in values if v is not None]))
     example = {wait: (crash[wait][0].message.splitlines() or [""])[0][:160] for wait in crash if crash[wait]}
     late_rows = []
     for name, samples in (("inferops.gpu.sglang_server", late_ours), ("wait_for port (timeout 300)", late_wait_for)):
@@ -172,7 +172,7 @@ def report(args, crash, late_ours, late_wait_for, ready, seconds):
         ready_rows.append([LABEL[wait], benchdoc.fmt(benchdoc.median(values), 2),
                            ", ".join(benchdoc.fmt(v, 2) for v in values),
                            "%d/%d" % (sum(not s.failed for s in ready[wait]), len(values))])
-        ready_series.append((LABEL[wait].split(" (")[0], [v for v in values if v is not None]))
+        ready_series.append((LABEL[wait].split(" (", maxsplit=1)[0], [v for v in values if v is not None]))
     ready_ratio = benchdoc.ratio(benchdoc.median([s.after(s.ready) for s in ready["uri"]]),
                                  benchdoc.median([s.after(s.ready) for s in ready["ours"]]), 0)
     lines = [
@@ -190,8 +190,8 @@ def report(args, crash, late_ours, late_wait_for, ready, seconds):
         "",
         benchdoc.chart("serving-crash", "Crash to failed task (s, log scale)", "seconds", series, log=True),
         "",
-        "First line of each failure message: %s." % "; ".join("%s: `%s`" % (LABEL[w], example[w].replace("`", "'"))
-                                                             for w in example),
+        "First line of each failure message: %s." % "; ".join(
+            "%s: `%s`" % (LABEL[w], example[w].replace("`", "'")) for w in example),
         "",
         "**A crash after the port opened** (fault `warmup_failed`: the warmup request fails and the server "
         "kills itself, about 1 s after the port opens). What each way reported, and its task's end relative to the "

@@ -142,9 +142,9 @@ def rank_lines(log_path):
 
 
 def measure(args, port):
-    for _ in range(args.warmup):
+    for dummy in range(args.warmup):
         generate(port, args.tokens, args.request_timeout)
-    runs = [generate(port, args.tokens, args.request_timeout) for _ in range(args.requests)]
+    runs = [generate(port, args.tokens, args.request_timeout) for dummy in range(args.requests)]
     tokens = sum(count for count, _seconds in runs)
     seconds = sum(seconds for _count, seconds in runs)
     per_request = sorted(count / secs for count, secs in runs)

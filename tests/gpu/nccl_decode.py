@@ -133,24 +133,24 @@ class Bench:
 
     def eager(self, x, ops, rounds):
         def launch():
-            for _ in range(ops):
+            for dummy in range(ops):
                 self.dist.all_reduce(x)
         launch()  # warm: NCCL sets up its channels for this size on the first call
-        return self.slowest([self.timed(launch, ops) for _ in range(rounds)])
+        return self.slowest([self.timed(launch, ops) for dummy in range(rounds)])
 
     def capture(self, x, ops):
         torch = self.torch
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):  # warm-up on the capture stream, as torch's docs ask
-            for _ in range(3):
+            for dummy in range(3):
                 self.dist.all_reduce(x)
         torch.cuda.current_stream().wait_stream(stream)
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
         # thread_local: NCCL's watchdog thread keeps querying its events while this thread captures
         with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
-            for _ in range(ops):
+            for dummy in range(ops):
                 self.dist.all_reduce(x)
         torch.cuda.synchronize()
         return graph
@@ -158,7 +158,7 @@ class Bench:
     def graph(self, x, ops, rounds):
         graph = self.capture(x, ops)
         graph.replay()
-        times = self.slowest([self.timed(graph.replay, ops) for _ in range(rounds)])
+        times = self.slowest([self.timed(graph.replay, ops) for dummy in range(rounds)])
         del graph
         return times
 
@@ -166,11 +166,11 @@ class Bench:
         x = self.torch.ones(size // 4, dtype=self.torch.float32, device="cuda")
 
         def launch():
-            for _ in range(iters):
+            for dummy in range(iters):
                 self.dist.all_reduce(x)
-        for _ in range(3):
+        for dummy in range(3):
             self.dist.all_reduce(x)
-        per_op_us = self.slowest([self.timed(launch, iters) for _ in range(rounds)])
+        per_op_us = self.slowest([self.timed(launch, iters) for dummy in range(rounds)])
         del x
         return statistics.median(per_op_us)
 
