@@ -91,6 +91,9 @@ class Run:
         """Task results that were not skipped, over all hosts."""
         return sum(1 for task in self.tasks() for result in task["hosts"].values() if not result.get("skipped"))
 
+    def skipped(self):
+        return sum(1 for task in self.tasks() for result in task["hosts"].values() if result.get("skipped"))
+
 
 def play(command, check=True, timeout=3600, env=None):
     environment = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1",

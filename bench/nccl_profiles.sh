@@ -12,9 +12,9 @@ shift
 : >"$out/bench.txt"
 for p in "$@"; do
   NCCL_PROFILE=$p PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH \
-    ansible-playbook -i tests/gpu/inventory.yml -e @tests/gpu/nccl_decode.yml -e inferops_fast_path=false site.yml \
+    timeout -k 10 300 ansible-playbook -i tests/gpu/inventory.yml -e @tests/gpu/nccl_decode.yml -e inferops_fast_path=false site.yml \
     -l blackwell >"$out/site-$p.log" 2>&1 || { echo "site.yml failed for $p"; continue; }
-  env -u CUDA_HOME -u PYTHONPATH /opt/ml-env/bin/python tests/gpu/nccl_allreduce.py --bench >"$out/bench-$p.log" 2>&1
+  timeout -k 10 300 env -u CUDA_HOME -u PYTHONPATH /opt/ml-env/bin/python tests/gpu/nccl_allreduce.py --bench >"$out/bench-$p.log" 2>&1
   grep RESULT "$out/bench-$p.log" | sed "s/^RESULT /$p /" >>"$out/bench.txt"
 done
 cat "$out/bench.txt"

@@ -8,6 +8,8 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import benchdoc  # noqa: E402
 import converge  # noqa: E402
+import fleet  # noqa: E402
+import noop_converge  # noqa: E402
 import rolling_serial  # noqa: E402
 import serving_wait  # noqa: E402
 
@@ -92,3 +94,39 @@ def test_ratios_and_medians_say_when_there_is_nothing():
     assert benchdoc.ratio(None, 2) == "-" and benchdoc.ratio(3, 0) == "-"
     assert benchdoc.ratio(300.0, 0.3, 0) == "1000x"
     assert benchdoc.median([None, 1.0, 3.0]) == 2.0 and benchdoc.median([]) is None
+
+
+def _task(name, start, end, **hosts):
+    return {"task": {"name": name, "duration": {"start": start, "end": end}}, "hosts": hosts}
+
+
+# The ansible.posix.json callback's shape: plays, their tasks with UTC durations and per-host results.
+REPORT = {
+    "plays": [{"tasks": [
+        _task("Compare the node with the record of its last converge", "2026-12-01T18:34:08.000000Z",
+              "2026-12-01T18:34:09.500000Z", a={"changed": False}, b={"changed": False}),
+        _task("inferops.gpu.ml_env : Check the pins", "2026-12-01T18:34:09.500000Z", "2026-12-01T18:34:10.000000Z",
+              a={"changed": False}, b={"skipped": True}),
+        _task("inferops.gpu.ml_env : Build a release", "2026-12-01T18:34:10.000000Z", "2026-12-01T18:34:10.100000Z",
+              a={"skipped": True}, b={"skipped": True}),
+    ]}],
+    "stats": {"a": {"ok": 2, "changed": 0}, "b": {"ok": 1, "changed": 1}},
+}
+
+
+def test_tasks_are_counted_and_timed_per_role_and_a_wholly_skipped_task_costs_nothing():
+    run = fleet.Run(3.0, REPORT, 0, 0.0)
+    assert run.ran() == 3 and run.skipped() == 3 and run.changed() == 1
+    roles = converge.per_role(run)
+    assert roles["(playbook)"][0] == 2 and abs(roles["(playbook)"][1] - 1.5) < 1e-6
+    assert roles["inferops.gpu.ml_env"][0] == 1 and abs(roles["inferops.gpu.ml_env"][1] - 0.5) < 1e-6
+
+
+def test_the_noop_section_reads_medians_ratio_and_counts_from_the_runs():
+    args = type("Args", (), {"runs": 2, "limit": "a:b"})()
+    noop = [fleet.Run(2.0, REPORT, 0, 0.0), fleet.Run(4.0, REPORT, 0, 0.0)]
+    floor = [fleet.Run(6.0, REPORT, 0, 0.0), fleet.Run(6.0, REPORT, 0, 0.0)]
+    text = noop_converge.report(noop, floor, fleet.Run(9.0, REPORT, 0, 0.0), args)
+    assert "| no-op `site.yml` | 3.0 | 2.0, 4.0 | 1 | 1 | 1, 1 |" in text
+    assert "Ratio no-op / floor: **0.50**" in text
+    assert "| inferops.gpu.ml_env | 1 | 0.5 |" in text

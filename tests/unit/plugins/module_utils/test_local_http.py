@@ -87,11 +87,13 @@ def test_a_timeout_and_a_dropped_connection_are_no_answer(server):
 
 def test_the_modules_transport_uses_it_for_http_and_is_cheap(server):
     # open_url costs ~35 ms of CPU a request; the health gate makes four in a row.
+    # CPU time (this process, the test server's thread included), not wall time: the suite runs
+    # beside other work, and a loaded machine stretches the wall clock of any request.
     module_http('GET', server + '/ping', {}, None, 5)
-    began = time.perf_counter()
+    began = time.process_time()
     for dummy in range(20):
         assert module_http('GET', server + '/ping', {}, None, 5)[0] == 200
-    assert (time.perf_counter() - began) / 20 < 0.015
+    assert (time.process_time() - began) / 20 < 0.015
 
 
 def test_other_schemes_are_refused():

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs make targets in lanes: `tools/lanes.sh "SCENARIO..." "TARGET [VAR=value]..." ...`
+#   - each scenario of the first argument in a lane of its own, in the background, from the start
+#     (`make molecule SCENARIO=name`, its output in .build/logs/molecule-NAME.log);
+#   - every other argument, one make invocation each, one after another in the main lane,
+#     stopping at the first that fails.
+# The background lanes are the scenarios that mostly wait (a roll goes one host at a time): begun
+# at once, they use the core the single-process checks of the main lane leave idle. Their logs
+# are printed when they end. Exits non-zero if anything failed; a failed main lane stops the
+# background lanes rather than leaving them to run for half an hour.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+logs=$root/.build/logs
+mkdir -p "$logs"
+read -r -a beside <<<"${1:-}"
+shift || true
+make=${MAKE:-make}
+
+declare -A lane_pid
+for s in "${beside[@]}"; do
+  rm -f "$logs/molecule-$s.log" "$logs/molecule-$s.rc"
+  # setsid: the lane and everything it starts form one process group, stopped together.
+  setsid bash -c "$make --no-print-directory molecule SCENARIO=$s >'$logs/molecule-$s.log' 2>&1; echo \$? >'$logs/molecule-$s.rc'" &
+  lane_pid[$s]=$!
+  echo "lanes: scenario $s runs beside the main lane (log: .build/logs/molecule-$s.log)"
+done
+
+rc=0
+for target in "$@"; do
+  read -r -a words <<<"$target"
+  start=$SECONDS
+  $make --no-print-directory "${words[@]}" || { rc=$?; echo "lanes: '$target' failed (rc $rc) after $((SECONDS - start)) s"; break; }
+  echo "lanes: '$target' passed in $((SECONDS - start)) s (at $SECONDS s)"
+done
+
+if [ "$rc" != 0 ]; then
+  for s in "${beside[@]}"; do
+    kill -TERM -- "-${lane_pid[$s]}" 2>/dev/null && echo "lanes: stopped scenario $s (the main lane failed)"
+  done
+fi
+wait
+for s in "${beside[@]}"; do
+  cat "$logs/molecule-$s.log"
+  lane_rc=$(cat "$logs/molecule-$s.rc" 2>/dev/null || echo stopped)
+  echo "lanes: scenario $s (run beside the main lane) exited $lane_rc"
+  [ "$lane_rc" = 0 ] || rc=1
+done
+echo "lanes: all done in $SECONDS s, rc $rc"
+exit "$rc"
