@@ -15,12 +15,21 @@ mkdir -p "$logs"
 read -r -a beside <<<"${1:-}"
 shift || true
 make=${MAKE:-make}
+# CPU seconds (user + system) of the children this shell has waited for: where the time goes. `times` must run in the shell itself (in $(...) or a pipe it would see a subshell's).
+cpu_now() {
+  local file="$logs/.times.$BASHPID"
+  times >"$file"
+  CPU=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); sub(/s/, "", p[2]); n += p[1] * 60 + p[2] } printf "%.0f", n }' "$file")
+  rm -f "$file"
+}
+export -f cpu_now
+export logs
 
 declare -A lane_pid
 for s in "${beside[@]}"; do
   rm -f "$logs/molecule-$s.log" "$logs/molecule-$s.rc"
   # setsid: the lane and everything it starts form one process group, stopped together.
-  setsid bash -c "$make --no-print-directory molecule SCENARIO=$s >'$logs/molecule-$s.log' 2>&1; echo \$? >'$logs/molecule-$s.rc'" &
+  setsid bash -c "$make --no-print-directory molecule SCENARIO=$s >'$logs/molecule-$s.log' 2>&1; echo \$? >'$logs/molecule-$s.rc'; cpu_now; echo \"lanes: scenario $s used \$CPU CPU s\" >>'$logs/molecule-$s.log'" &
   lane_pid[$s]=$!
   echo "lanes: scenario $s runs beside the main lane (log: .build/logs/molecule-$s.log)"
 done
@@ -29,8 +38,10 @@ rc=0
 for target in "$@"; do
   read -r -a words <<<"$target"
   start=$SECONDS
-  $make --no-print-directory "${words[@]}" || { rc=$?; echo "lanes: '$target' failed (rc $rc) after $((SECONDS - start)) s"; break; }
-  echo "lanes: '$target' passed in $((SECONDS - start)) s (at $SECONDS s)"
+  # In a shell of its own, whose children are only this target's (this one's include the lanes).
+  bash -c '"$@"; rc=$?; cpu_now; echo "$CPU" >"$logs/.cpu"; exit $rc' lane "$make" --no-print-directory "${words[@]}" || {
+    rc=$?; echo "lanes: '$target' failed (rc $rc) after $((SECONDS - start)) s"; break; }
+  echo "lanes: '$target' passed in $((SECONDS - start)) s, $(cat "$logs/.cpu") CPU s (at $SECONDS s)"
 done
 
 if [ "$rc" != 0 ]; then
