@@ -39,7 +39,7 @@ sanity: tools
 	tools/sanity.sh
 
 # Four workers on any machine: the suite mostly waits on the processes and servers it starts
-# (about 45 s of CPU in 130 s), so it takes a third of the time even on two cores.
+# (about 50 s of CPU against 130 s serial), so it takes under half the time even on two cores.
 unit: tools
 	python -m pytest -p no:cacheprovider --import-mode=importlib -n 4 tests/unit
 
