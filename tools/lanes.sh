@@ -15,7 +15,8 @@ mkdir -p "$logs"
 read -r -a beside <<<"${1:-}"
 shift || true
 make=${MAKE:-make}
-# CPU seconds (user + system) of the children this shell has waited for: where the time goes. `times` must run in the shell itself (in $(...) or a pipe it would see a subshell's).
+# CPU seconds (user + system) of the children this shell has waited for: where the time goes.
+# `times` must run in the shell itself (in $(...) or a pipe it would see a subshell's).
 cpu_now() {
   local file="$logs/.times.$BASHPID"
   times >"$file"
