@@ -16,11 +16,12 @@ read -r -a beside <<<"${1:-}"
 shift || true
 make=${MAKE:-make}
 # CPU seconds (user + system) of the children this shell has waited for: where the time goes.
-# `times` must run in the shell itself (in $(...) or a pipe it would see a subshell's).
+# `times` must run in the shell itself (in $(...) or a pipe it would see a subshell's), so the
+# figure goes to the file named by the first argument.
 cpu_now() {
   local file="$logs/.times.$BASHPID"
   times >"$file"
-  CPU=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); sub(/s/, "", p[2]); n += p[1] * 60 + p[2] } printf "%.0f", n }' "$file")
+  awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); sub(/s/, "", p[2]); n += p[1] * 60 + p[2] } printf "%.0f\n", n }' "$file" >"$1"
   rm -f "$file"
 }
 export -f cpu_now
@@ -30,7 +31,7 @@ declare -A lane_pid
 for s in "${beside[@]}"; do
   rm -f "$logs/molecule-$s.log" "$logs/molecule-$s.rc"
   # setsid: the lane and everything it starts form one process group, stopped together.
-  setsid bash -c "$make --no-print-directory molecule SCENARIO=$s >'$logs/molecule-$s.log' 2>&1; echo \$? >'$logs/molecule-$s.rc'; cpu_now; echo \"lanes: scenario $s used \$CPU CPU s\" >>'$logs/molecule-$s.log'" &
+  setsid bash -c "$make --no-print-directory molecule SCENARIO=$s >'$logs/molecule-$s.log' 2>&1; echo \$? >'$logs/molecule-$s.rc'; cpu_now '$logs/molecule-$s.cpu'; echo \"lanes: scenario $s used \$(cat '$logs/molecule-$s.cpu') CPU s\" >>'$logs/molecule-$s.log'" &
   lane_pid[$s]=$!
   echo "lanes: scenario $s runs beside the main lane (log: .build/logs/molecule-$s.log)"
 done
@@ -40,7 +41,7 @@ for target in "$@"; do
   read -r -a words <<<"$target"
   start=$SECONDS
   # In a shell of its own, whose children are only this target's (this one's include the lanes).
-  bash -c '"$@"; rc=$?; cpu_now; echo "$CPU" >"$logs/.cpu"; exit $rc' lane "$make" --no-print-directory "${words[@]}" || {
+  bash -c '"$@"; rc=$?; cpu_now "$logs/.cpu"; exit $rc' lane "$make" --no-print-directory "${words[@]}" || {
     rc=$?; echo "lanes: '$target' failed (rc $rc) after $((SECONDS - start)) s"; break; }
   echo "lanes: '$target' passed in $((SECONDS - start)) s, $(cat "$logs/.cpu") CPU s (at $SECONDS s)"
 done
@@ -57,5 +58,6 @@ for s in "${beside[@]}"; do
   echo "lanes: scenario $s (run beside the main lane) exited $lane_rc"
   [ "$lane_rc" = 0 ] || rc=1
 done
-echo "lanes: all done in $SECONDS s, rc $rc"
+cpu_now "$logs/.cpu"
+echo "lanes: all done in $SECONDS s, $(cat "$logs/.cpu") CPU s in all, rc $rc"
 exit "$rc"
