@@ -24,6 +24,7 @@ tested without a server or systemd.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import socket
@@ -32,8 +33,7 @@ import sys
 import tempfile
 import time
 
-from urllib.error import HTTPError, URLError
-from urllib.request import ProxyHandler, Request, build_opener
+from urllib.parse import urlsplit
 
 PREFIX = 'sglang liveness: '
 STATE_DIR = '/run/inferops'
@@ -49,27 +49,24 @@ class CommandFailed(Exception):
 
 def http_probe(url, timeout):
     """(ok, cause) of one GET: ok on 200; cause names the status, a timeout or a refused connection."""
-    # A proxy from the environment must not answer for the local server.
-    opener = build_opener(ProxyHandler({}))
+    # http.client, not urllib.request: no proxy from the environment can answer for the local
+    # server, and a run every interval on every node does not import ssl, email and the URL openers.
+    parts = urlsplit(url)
+    if parts.scheme != 'http' or not parts.hostname:
+        return False, 'error: not an http:// URL: %s' % url
+    connection = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
     try:
-        with opener.open(Request(url, method='GET'), timeout=timeout) as response:
-            status = response.status
-    except HTTPError as exc:
-        status = exc.code
+        connection.request('GET', (parts.path or '/') + ('?' + parts.query if parts.query else ''))
+        status = connection.getresponse().status
     except (socket.timeout, TimeoutError):
         return False, 'timeout after %s s' % _number(timeout)
-    except URLError as exc:
-        reason = exc.reason
-        if isinstance(reason, (socket.timeout, TimeoutError)):
-            return False, 'timeout after %s s' % _number(timeout)
-        if isinstance(reason, ConnectionRefusedError):
-            return False, 'connection refused'
-        return False, 'error: %s' % (reason,)
     except ConnectionRefusedError:
         return False, 'connection refused'
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, http.client.HTTPException) as exc:
         # a reset or a half answer while the engine is wedged
         return False, 'error: %s' % (exc,)
+    finally:
+        connection.close()
     if status == 200:
         return True, 'status 200'
     return False, 'status %d' % status

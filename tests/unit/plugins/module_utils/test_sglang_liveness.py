@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -182,6 +183,48 @@ def test_http_probe_names_the_cause():
         tic = time.monotonic()
         assert liveness.http_probe('http://127.0.0.1:%d/health_generate' % port, 0.3) == (False, 'timeout after 0.3 s')
         assert time.monotonic() - tic < 2
+
+
+def answering(reply):
+    """A one-shot server on a free port that sends `reply` (bytes) to the first request."""
+    sock = socket.socket()
+    sock.bind(('127.0.0.1', 0))
+    sock.listen(1)
+
+    def serve():
+        conn, dummy = sock.accept()
+        with conn:
+            conn.recv(4096)
+            conn.sendall(reply)
+        sock.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return 'http://127.0.0.1:%d/health_generate' % sock.getsockname()[1]
+
+
+def test_http_probe_reads_the_status_and_names_a_broken_answer():
+    ok = b'HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n'
+    assert liveness.http_probe(answering(ok), 2) == (True, 'status 200')
+    busy = b'HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n'
+    assert liveness.http_probe(answering(busy), 2) == (False, 'status 503')
+    # A wedged engine's half answer: not HTTP, or the connection closed before a status line.
+    ok_flag, cause = liveness.http_probe(answering(b'garbage\r\n\r\n'), 2)
+    assert not ok_flag and cause.startswith('error: '), cause
+    ok_flag, cause = liveness.http_probe(answering(b''), 2)
+    assert not ok_flag and cause.startswith('error: '), cause
+    assert liveness.http_probe('https://127.0.0.1:1/health_generate', 1) == (
+        False, 'error: not an http:// URL: https://127.0.0.1:1/health_generate')
+
+
+def test_http_probe_ignores_a_proxy_from_the_environment(monkeypatch):
+    # A proxy that would answer 200 for anything must not stand in for the local server.
+    proxy = answering(b'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n').rsplit('/', 1)[0]
+    monkeypatch.setenv('http_proxy', proxy)
+    monkeypatch.setenv('no_proxy', '')
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        port = sock.getsockname()[1]
+        assert liveness.http_probe('http://127.0.0.1:%d/health_generate' % port, 1) == (False, 'connection refused')
 
 
 def test_bad_arguments_exit_2(capsys):
