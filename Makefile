@@ -77,14 +77,13 @@ molecule-floor: tools-floor engine
 	@rc=0; molecule test -s $(FLOOR_SCENARIO) || rc=$$?; \
 	echo "molecule-floor: scenario $(FLOOR_SCENARIO) exited $$rc after $$SECONDS s"; exit $$rc
 
-# The longest scenarios each run in a lane of their own beside everything else (tools/lanes.sh),
-# started first: rolling and gateway (a roll goes one host at a time) and ml_env. The machine is
-# CPU-bound throughout, so the lanes are there to end together: with ml_env in the main lane, that
-# lane ran on alone for its last 11 min with a core partly idle. The checks, then the other
-# scenarios (bad_input first: its checks are pure input, the quickest verdict), then the floor's
-# scenario run one after another in the main lane.
+# The rolling and gateway scenarios each run in a lane of their own beside everything else
+# (tools/lanes.sh): a roll goes one host at a time, mostly waiting, and they are the longest.
+# `make test` starts them first, so they use the core that the single-process checks leave idle;
+# the checks, then the other scenarios (bad_input first: its checks are pure input, the quickest
+# verdict), then the floor's scenario run one after another in the main lane.
 FIRST := bad_input
-BESIDE := rolling gateway ml_env
+BESIDE := rolling gateway
 CHECKS := lint sanity unit package lock-check lint-floor sanity-floor unit-floor
 MAIN_SCENARIOS := $(foreach s,$(FIRST) $(filter-out $(FIRST) $(BESIDE),$(SCENARIOS)),"molecule SCENARIO=$(s)") molecule-floor
 test: tools tools-floor engine
