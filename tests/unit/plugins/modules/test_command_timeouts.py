@@ -49,14 +49,14 @@ def alive(pid):
         return handle.read().split()[2] != 'Z'
 
 
-def assert_killed_in_time(module, args, command):
+def assert_killed_in_time(module, args, command, limit=LIMIT):
     started = time.monotonic()
-    result = invoke(module, dict(args, command_timeout=LIMIT))
+    result = invoke(module, dict(args, command_timeout=limit))
     elapsed = time.monotonic() - started
     assert result['failed']
-    assert '`%s' % command in result['msg'] and 'within %d s' % LIMIT in result['msg'], result['msg']
+    assert '`%s' % command in result['msg'] and 'within %d s' % limit in result['msg'], result['msg']
     assert 'command_timeout' in result['msg']
-    assert elapsed < LIMIT + 4, elapsed
+    assert elapsed < limit + 4, elapsed
     return result
 
 
@@ -77,7 +77,9 @@ def test_ml_env_check_hung_nm(tmp_path, monkeypatch):
     nm = sleeper(str(tmp_path / 'bin' / 'nm'))
     monkeypatch.setenv('PATH', '%s:%s' % (os.path.dirname(nm), os.environ['PATH']))
     import _ctypes  # any ELF extension module gives nm something to read
-    assert_killed_in_time(ml_env_check, {'python': sys.executable, 'extension_globs': [_ctypes.__file__]}, nm)
+    # The real interpreter's probe runs first under the same limit: on a loaded 2-core machine (CI,
+    # three scenarios beside) it took over 1 s and was the command killed, not nm.
+    assert_killed_in_time(ml_env_check, {'python': sys.executable, 'extension_globs': [_ctypes.__file__]}, nm, limit=10)
 
 
 def test_ml_env_check_hung_interpreter(tmp_path):
