@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.filter.network import (
+from ansible_collections.inferops.gpu.plugins.module_utils.network_input import (
     FilterModule,
     masked,
     network_problems,
