@@ -9,6 +9,11 @@ set_vars.yml includes it) and the facts of a real Debian host (tests/unit/fixtur
 minimal subset the check play gathers). Then, as `tasks_from: validate` does: the role's argument
 spec (its `validate` entry point, through ansible-core's own validator and templating), and when
 that passes, the role's checks through the lookup's own code with ansible-core's Templar.
+
+A case whose verdict needs a host probe (a path's stat, an interpreter's answer) carries what the
+probe returned on the bare test host under `probes:` (the names the role's validate.yml passes to
+the lookup) and `on_host: true`: the bad_input scenario runs it on that real host too, which
+proves the recording.
 """
 
 from __future__ import annotations
@@ -139,7 +144,7 @@ class Evaluation(object):
         if self.spec_errors:
             return 'Validation of arguments failed:\n' + '\n'.join(self.spec_errors)
         checks = input_problems.ROLES[self.case['role']].CHECKS if checks is None else checks
-        found = self.render_failures + input_problems.run_checks(checks, self.values)
+        found = self.render_failures + input_problems.run_checks(checks, self.values, self.case.get('probes') or {})
         return '; '.join(found)
 
 

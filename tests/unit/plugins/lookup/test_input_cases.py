@@ -4,8 +4,9 @@
 """Every case of tests/bad_inputs/ through the argument spec and the Python layer (input_cases.py),
 and every check of the Python layer proven necessary: without it, some case of its table fails.
 
-Cases marked `on_host: true` need what only a host shows (a path's stat, an interpreter): the
-bad_input scenario runs them on a real host, with one case per role through site.yml.
+Cases marked `on_host: true` need what only a host shows (a path's stat, an interpreter): they
+carry the probes' recorded results here, and the bad_input scenario runs them on a real host too,
+with one case per role through site.yml.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import input_cases  # noqa: E402  pylint: disable=wrong-import-position
 
 CASES = input_cases.load_cases()
-HERE = [case for case in CASES if not case.get('on_host')]
+HERE = CASES
 _EVALUATED = {}
 
 
