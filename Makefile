@@ -15,11 +15,11 @@ export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections:$(ROOT)/.build/collectio
 export XDG_CACHE_HOME := $(ROOT)/.build/xdg-cache
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test lint sanity unit package molecule molecule-all bench bench-noop bench-serving bench-converge bench-rolling bench-mlenv tools engine clean distclean help
+.PHONY: demo check test lint sanity unit package molecule molecule-all bench bench-noop bench-serving bench-converge bench-rolling bench-mlenv tools engine clean distclean help
 .PHONY: tools-floor lint-floor sanity-floor unit-floor molecule-floor lock lock-check
 
 help:
-	@echo "make demo | test | lint | sanity | unit | package | molecule SCENARIO=<$(SCENARIOS)> | bench | clean | distclean"
+	@echo "make demo | check | test | lint | sanity | unit | package | molecule SCENARIO=<$(SCENARIOS)> | bench | clean | distclean"
 	@echo "on the oldest supported ansible-core: make lint-floor | sanity-floor | unit-floor | molecule-floor FLOOR_SCENARIO=<name>"
 
 demo: tools engine
@@ -31,6 +31,9 @@ tools:
 
 engine:
 	@tools/docker-engine.sh
+
+# The inner loop (docs/testing.md): lint, sanity and the unit suite, everything but the scenarios.
+check: lint sanity unit
 
 lint: tools
 	ansible-lint --offline

@@ -43,14 +43,15 @@ DIGITS = re.compile(r'^[0-9]+\Z')
 # What Ansible's `| bool` and the argument specs' bool type accept as a string.
 BOOL_WORDS = ('true', 'false', 'yes', 'no', 'on', 'off', 'y', 'n', 't', 'f', '1', '0')
 BOOL_ALLOWED = 'a boolean (true/false, or one of %s as a string)' % ', '.join(BOOL_WORDS)
-# A variable whose name holds one of these is a secret: its value is never shown.
-SECRET_WORDS = ('api_key', 'token', 'password', 'secret')
+# A variable whose name holds one of these words (between _ or the ends, any case) is a secret:
+# its value is never shown. Words, not substrings: max_new_tokens is a count.
+SECRET = re.compile(r'(^|_)(api_key|token|password|passwd|secret)(_|\Z)', re.IGNORECASE)
 SHOWN_MAX = 300
 _CREDENTIALS = re.compile(r'(?s)([A-Za-z][A-Za-z0-9+.-]*://)[^/\s]*@')
 
 
 def is_secret(name):
-    return any(word in name for word in SECRET_WORDS)
+    return bool(SECRET.search(str(name)))
 
 
 def _masked(value):

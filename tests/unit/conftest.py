@@ -11,12 +11,17 @@ import shutil
 import sys
 
 import pytest
+from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # .collections/ansible_collections/inferops/gpu is a committed symlink to the repo root.
 COLLECTIONS = os.path.join(REPO_ROOT, '.collections')
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
+# ansible-core's collection loader, as ansible-playbook (and ansible-test's unit runner) installs it,
+# before any test imports the collection: templates rendered in a test (the bad-input cases of
+# plugins/lookup/) resolve the collection's filters (inferops.gpu.*) only through it.
+_AnsibleCollectionFinder(paths=[COLLECTIONS], scan_sys_paths=False)._install()
 # The module tests share module_harness.py (run a module's main() in-process).
 MODULE_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'plugins', 'modules')
 if MODULE_TESTS not in sys.path:

@@ -1,18 +1,19 @@
-"""The bad-input tables (tests/bad_inputs/*.yml) against a bare host.
+"""The bad-input tables (tests/bad_inputs/*.yml) on a bare host: what only a real host shows.
 
-Every case is a host of its own in a generated inventory (all of them the same container), and
-one play per table, its role's validate entry point over that table's hosts, judges them: a bad
-case must fail with every `expect` string in its failure messages, a clean case must pass. The
-first bad case of each table also goes through site.yml itself with `-e @case.json` (JSON keeps
-"true" a string, as `-e var=true` does), where it must stop the run before any change. Before and
-after all of it, the host's state is the same.
+Every case runs in the unit suite through the Python layer (tests/unit/plugins/lookup/). Here:
+the first bad case of each table goes through site.yml itself with `-e @case.json` (JSON keeps
+"true" a string, as `-e var=true` does), where it must stop the run before any change; and the
+cases marked `on_host` (their verdict needs a host probe, whose result the unit suite replays)
+run through their role's validate entry point on this host, each a host of its own in a
+generated inventory (all of them the same container), which proves the recorded probes. Before
+and after all of it, the host's state is the same.
 """
 
 import concurrent.futures
-import glob
 import json
 import os
 import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -20,7 +21,9 @@ import yaml
 
 HOST = "inferops-badin-1"
 PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.getcwd())
-TABLES = sorted(glob.glob(os.path.join(PROJECT, "tests", "bad_inputs", "*.yml")))
+sys.path.insert(0, os.path.join(PROJECT, "tests", "bad_inputs"))
+from bad_input_cases import TABLES, load_cases  # noqa: E402  pylint: disable=wrong-import-position
+
 CONNECTION = {"ansible_host": HOST, "ansible_connection": "community.docker.docker"}
 # Everything a role could write to; systemd's own state changes by itself.
 SNAPSHOT = (
@@ -30,25 +33,10 @@ SNAPSHOT = (
 )
 
 
-# Inputs without a default that every host of site.yml must set: a case of any table gets them
-# unless it sets them itself (tests/bad_inputs/sglang_server.yml tests them).
-REQUIRED = {"sglang_server_model_path": "/srv/models/demo"}
-
-
-def load_cases():
-    cases = []
-    for table in TABLES:
-        role = os.path.splitext(os.path.basename(table))[0]
-        with open(table) as handle:
-            for index, case in enumerate(yaml.safe_load(handle)):
-                cases.append(dict(case, vars=dict(REQUIRED, **case["vars"]), id="%s/%s" % (role, case["name"]),
-                                  host="%s_%03d" % (role, index)))
-    return cases
-
-
-CASES = load_cases()
-THROUGH_SITE = [next(c for c in CASES if c["id"].startswith(role + "/") and not c.get("clean"))
-                for role in sorted(set(c["id"].split("/")[0] for c in CASES))]
+CASES = [dict(case, host="%s_%03d" % (case["role"], index)) for index, case in enumerate(load_cases())]
+ON_HOST = [case for case in CASES if case.get("on_host")]
+THROUGH_SITE = [next(c for c in CASES if c["role"] == role and not c.get("clean"))
+                for role in sorted(set(c["role"] for c in CASES))]
 
 
 def snapshot():
@@ -101,29 +89,30 @@ def shared_facts(tmp):
                ANSIBLE_CACHE_PLUGIN_TIMEOUT="0")
     subprocess.run(["ansible", "all", "-i", HOST + ",", "-c", "community.docker.docker", "-m", "ansible.builtin.setup",
                     "-a", "gather_subset=min"], cwd=PROJECT, env=env, capture_output=True, check=True, timeout=300)
-    gathered = [name for name in os.listdir(cache) if name.endswith(HOST)]
+    gathered = [name for name in os.listdir(cache) if name.endswith(HOST)]  # one file, named for the host
     assert len(gathered) == 1, os.listdir(cache)
     with open(os.path.join(cache, gathered[0])) as handle:
         facts = handle.read()
     assert "ansible_os_family" in facts, facts[:500]  # the format differs by version too (2.21 wraps it)
     prefix = gathered[0][:-len(HOST)]
-    for case in CASES:
+    for case in ON_HOST:
         with open(os.path.join(cache, prefix + case["host"]), "w") as handle:
             handle.write(facts)
     return dict((key, env[key]) for key in env if key.startswith("ANSIBLE_CACHE_PLUGIN"))
 
 
-def check_all(tmp):
-    """Each table against its own role's validate entry point, as playbooks/validate.yml imports it.
+def check_on_host(tmp):
+    """The on_host cases against their role's validate entry point, as playbooks/validate.yml imports it.
 
-    One play per role over that table's cases only: every case through every role's checks (as
-    the check play of site.yml does) cost ~6x the work for the same verdicts. site.yml's own check
-    play is proven by the THROUGH_SITE cases.
+    One play per role over that table's on_host cases; site.yml's own check play is proven by the
+    THROUGH_SITE cases.
     """
+    if not ON_HOST:
+        return {}, ""
     cache = shared_facts(tmp)
     outcomes, tails = {}, []
-    for role in sorted(set(case["id"].split("/")[0] for case in CASES)):
-        cases = [case for case in CASES if case["id"].startswith(role + "/")]
+    for role in sorted(set(case["role"] for case in ON_HOST)):
+        cases = [case for case in ON_HOST if case["role"] == role]
         inventory = {"all": {"hosts": dict((case["host"], dict(CONNECTION, **case["vars"])) for case in cases)}}
         path = os.path.join(tmp, role + "-cases.yml")
         with open(path, "w") as handle:
@@ -145,7 +134,7 @@ def through_site(case, tmp):
     with open(path, "w") as handle:
         json.dump(case["vars"], handle)
     inventory = HOST + ","
-    if case["id"].startswith("sglang_gateway/"):
+    if case["role"] == "sglang_gateway":
         # The gateway's input is checked on the hosts of its group.
         inventory = os.path.join(tmp, case["host"] + "-inventory.yml")
         with open(inventory, "w") as handle:
@@ -161,21 +150,22 @@ def outcomes():
     before = snapshot()
     with tempfile.TemporaryDirectory() as tmp:
         with concurrent.futures.ThreadPoolExecutor(max_workers=1 + len(THROUGH_SITE)) as pool:
-            together = pool.submit(check_all, tmp)
+            together = pool.submit(check_on_host, tmp)
             site = dict((case["id"], pool.submit(through_site, case, tmp)) for case in THROUGH_SITE)
             results = {"check": together.result(), "site": dict((k, f.result()) for k, f in site.items())}
     results.update(before=before, after=snapshot())
     return results
 
 
-def test_every_role_has_a_table():
+def test_every_role_has_a_table_and_a_case_through_site():
     assert sorted(os.path.basename(t) for t in TABLES) == ["cuda_toolkit.yml", "gpu_health.yml", "ml_env.yml",
                                                            "rolling.yml", "runtime_env.yml", "sglang_gateway.yml",
                                                            "sglang_server.yml"]
+    assert len(THROUGH_SITE) == len(TABLES)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
-def test_case(outcomes, case):
+@pytest.mark.parametrize("case", ON_HOST, ids=[case["id"] for case in ON_HOST])
+def test_on_host_case(outcomes, case):
     by_host, tail = outcomes["check"]
     assert case["host"] in by_host, "no result for %s: %s" % (case["id"], tail)
     failed, messages = by_host[case["host"]]

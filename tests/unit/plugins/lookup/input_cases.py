@@ -19,9 +19,9 @@ proves the recording.
 from __future__ import annotations
 
 import copy
-import glob
 import json
 import os
+import sys
 
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -34,22 +34,17 @@ except ImportError:  # ansible-core < 2.19 renders every string
     def trust_as_template(value):
         return value
 
-from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-# The collection's filters (inferops.gpu.*) resolve in templates only through ansible-core's
-# collection loader, as ansible-playbook installs it (ansible-test's unit runner does the same).
-_AnsibleCollectionFinder(paths=[os.path.join(ROOT, '.collections')], scan_sys_paths=False)._install()
-
+# The collection's filters (inferops.gpu.*) resolve in templates through ansible-core's collection
+# loader, which tests/unit/conftest.py installs.
 from ansible_collections.inferops.gpu.plugins.lookup import input_problems  # noqa: E402
-TABLES = sorted(glob.glob(os.path.join(ROOT, 'tests', 'bad_inputs', '*.yml')))
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'bad_inputs'))
+from bad_input_cases import REQUIRED, TABLES, load_cases  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
+
 FACTS_DIR = os.path.join(ROOT, 'tests', 'unit', 'fixtures', 'facts')
 # The order playbooks/validate.yml imports them in.
 ROLES = ('cuda_toolkit', 'ml_env', 'runtime_env', 'gpu_health', 'sglang_server', 'rolling', 'sglang_gateway')
 HOST = 'inferops-badin-1'
-# Inputs without a default that every host of site.yml must set: a case of any table gets them
-# unless it sets them itself (tests/bad_inputs/sglang_server.yml tests them).
-REQUIRED = {'sglang_server_model_path': '/srv/models/demo'}
 _LOADER = DataLoader()
 _FILES = {}
 
@@ -70,16 +65,6 @@ def load_yaml(path):
         with open(path) as handle:
             _FILES[path] = trusted(yaml.safe_load(handle) or {})
     return copy.deepcopy(_FILES[path])
-
-
-def load_cases():
-    cases = []
-    for table in TABLES:
-        role = os.path.splitext(os.path.basename(table))[0]
-        with open(table) as handle:
-            for index, case in enumerate(yaml.safe_load(handle)):
-                cases.append(dict(case, role=role, vars=dict(REQUIRED, **case['vars']), id='%s/%s' % (role, case['name'])))
-    return cases
 
 
 def facts(name='debian_bookworm_min'):

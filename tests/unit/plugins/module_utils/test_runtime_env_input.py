@@ -1,0 +1,120 @@
+# -*- coding: utf-8 -*-
+# Copyright: inferops.gpu contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The runtime_env checks where tests/bad_inputs/runtime_env.yml does not pin them: secrets,
+the built-in profiles and map as origins, a type problem that must not cascade, the edges of the
+path and name rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.inferops.gpu.plugins.module_utils import runtime_env_input as rt
+from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import MISSING, run_checks
+
+# The role's defaults and vars/main.yml as the lookup renders them on a Debian host.
+DEFAULTS = {
+    'runtime_env_name': 'inferops-runtime-env',
+    'runtime_env_venv': '/opt/ml-env',
+    'runtime_env_system_python': '/usr/bin/python3',
+    'runtime_env_cuda_home': '',
+    'runtime_env_ptxas': '',
+    'runtime_env_systemd_path': '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+    'runtime_env_topology': '',
+    'runtime_env_nccl_profile': 'auto',
+    'runtime_env_nccl_profiles': {},
+    'runtime_env_nccl_profile_by_topology': {},
+    'runtime_env_extra_vars': {},
+    'runtime_env_extra_path': [],
+    '__runtime_env_nccl_profiles': {'pcie_blackwell': {'NCCL_PROTO': 'LL', 'NCCL_NTHREADS': '512'}, 'nvlink': {}, 'none': {}},
+    '__runtime_env_topology_profiles': {'pcie': 'pcie_blackwell', 'nvlink': 'nvlink'},
+    '__runtime_env_topologies': ['none', 'single', 'nvlink', 'pcie', 'mixed', 'unknown'],
+    '__runtime_env_platform_vars': ['NCCL_NVLS_ENABLE', 'TORCH_SYMM_MEM_DISABLE_MULTICAST'],
+    '__runtime_env_os_family': 'Debian',
+    '__runtime_env_os_families': ['Debian'],
+}
+
+
+def problems(**changes):
+    values = dict(DEFAULTS, **changes)
+    assert set(values) == set(rt.NAMES)
+    return run_checks(rt.CHECKS, values)
+
+
+def test_the_defaults_pass():
+    assert problems() == []
+
+
+def test_secret_values_are_never_shown():
+    found = problems(runtime_env_extra_vars={'HF_TOKEN': 'hf_abc\n', 'DB_PASSWORD': True, '1_SECRET': 'xyz'})
+    assert found == [
+        'runtime_env_extra_vars = {"1_SECRET": "(hidden)"} is not allowed: variable names matching [A-Za-z_][A-Za-z0-9_]*',
+        'runtime_env_extra_vars.DB_PASSWORD = (hidden) is not allowed: a string or a number (quote booleans, e.g. "1")',
+        'runtime_env_extra_vars.HF_TOKEN = (hidden) is not allowed: a one-line value (no control characters)',
+    ]
+    found = problems(runtime_env_nccl_profiles={'../x': {'API_KEY': 'k-123'}})
+    assert 'k-123' not in found[0] and '{"../x": {"API_KEY": "(hidden)"}}' in found[0]
+
+
+def test_an_override_of_the_built_ins_is_named_as_such():
+    found = problems(__runtime_env_nccl_profiles={'none': {}, 'pcie_blackwell': {'NCCL_NTHREADS': '1024'}},
+                     __runtime_env_topology_profiles={'pcie': 'gone', 'nvlink': 'none'})
+    assert found == [
+        '__runtime_env_nccl_profiles.pcie_blackwell.NCCL_NTHREADS = "1024" is not allowed: '
+        "one of 64, 128, 256, 512 (NCCL's documented values)",
+        '__runtime_env_topology_profiles.pcie = "gone" is not allowed: a profile: none, pcie_blackwell '
+        '(define more in runtime_env_nccl_profiles)',
+    ]
+
+
+def test_a_user_profile_replaces_the_built_in_whole():
+    # The user's pcie_blackwell is checked (and named) in place of the built-in one.
+    assert problems(runtime_env_nccl_profiles={'pcie_blackwell': {'NCCL_ALGO': 'Treee'}}) == [
+        'runtime_env_nccl_profiles.pcie_blackwell.NCCL_ALGO = "Treee" is not allowed: a comma list of Ring, Tree, '
+        'CollnetDirect, CollnetChain, NVLS, NVLSTree, PAT, optionally starting with ^, any case']
+
+
+def test_a_mapping_given_as_key_value_text_is_one_problem():
+    # The argument spec turns "a=b" into a dict for its own check only: the role would get the string.
+    # The profile choice and the map are not judged against profiles that cannot be read.
+    assert problems(runtime_env_nccl_profiles='h100=x', runtime_env_nccl_profile='h100') == [
+        'runtime_env_nccl_profiles = "h100=x" is not allowed: a mapping of profile names to mappings of variables']
+    assert problems(runtime_env_nccl_profile_by_topology='pcie=x') == [
+        'runtime_env_nccl_profile_by_topology = "pcie=x" is not allowed: a mapping of topology summaries to profile names']
+
+
+def test_extra_path_given_as_text():
+    assert problems(runtime_env_extra_path='/opt/bin') == [
+        'runtime_env_extra_path = "/opt/bin" is not allowed: a list of absolute directories on one line without \':\'']
+    assert problems(runtime_env_extra_path=['/opt/a', '/opt/../etc'])[0].startswith('runtime_env_extra_path[1] = "/opt/../etc"')
+
+
+@pytest.mark.parametrize('changes', [
+    {'runtime_env_venv': '/opt/ml\tenv'},
+    {'runtime_env_venv': '/opt/./ml-env'},
+    {'runtime_env_system_python': MISSING},
+    {'runtime_env_cuda_home': '/usr/local/cuda\x7f'},
+    {'runtime_env_systemd_path': '/usr/bin:bin'},
+    {'runtime_env_systemd_path': '/usr/bin:'},
+    {'runtime_env_name': 'a' * 201},
+    {'runtime_env_name': '-x'},
+    {'runtime_env_topology': 7},
+    {'runtime_env_nccl_profile': 'auto\n'},
+    {'runtime_env_extra_vars': {'NCCL_P2P_LEVEL': 'SYS\t'}},
+    {'runtime_env_extra_vars': {'NCCL_BUFFSIZE': 8.0}},
+    {'runtime_env_extra_vars': {'INFEROPS_LIST': ['a']}},
+    {'runtime_env_nccl_profile_by_topology': {7: 'none'}},
+])
+def test_edges_refused(changes):
+    assert len(problems(**changes)) == 1
+
+
+@pytest.mark.parametrize('changes', [
+    {'runtime_env_name': 'a' * 200},
+    {'runtime_env_venv': '/opt/ml-env/'},
+    {'runtime_env_topology': 'MIXED'},
+    {'runtime_env_extra_vars': {'NCCL_P2P_LEVEL': 3, 'NCCL_PROTO': '^ll128,SIMPLE', 'INFEROPS_RATIO': 0.5}},
+    {'runtime_env_nccl_profiles': {'a.b_c-1': {}}, 'runtime_env_nccl_profile': 'a.b_c-1'},
+])
+def test_edges_accepted(changes):
+    assert problems(**changes) == []

@@ -1,0 +1,141 @@
+# -*- coding: utf-8 -*-
+# Copyright: inferops.gpu contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The sglang_server input checks where tests/bad_inputs/sglang_server.yml does not pin them: the
+args' parser, values as `-e` or ansible-core 2.17 pass them (strings), and what is never shown."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.inferops.gpu.plugins.module_utils import sglang_server_input as checks
+from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import MISSING, run_checks
+
+READ_OPTIONS = {'--tp': 'tp', '--tp-size': 'tp', '--tensor-parallel-size': 'tp', '--pp': 'pp', '--pp-size': 'pp',
+                '--pipeline-parallel-size': 'pp', '--node-rank': 'node_rank', '--nnodes': 'nnodes'}
+
+
+def values(**changed):
+    """The defaults as the lookup renders them, with `changed` over them."""
+    base = dict((name, 30) for name, _minimum in checks.NUMBERS)
+    base.update((name, '/var/lib/sglang') for name in checks.PATHS)
+    base.update(dict.fromkeys(checks.SECRETS, ''))
+    base.update(
+        __sglang_server_os_family='Debian', __sglang_server_os_families=['Debian'],
+        sglang_server_model_path='/srv/models/demo', sglang_server_host='127.0.0.1', sglang_server_port=30000,
+        sglang_server_served_model_name='', sglang_server_user='sglang', sglang_server_group='sglang',
+        sglang_server_unit_name='sglang-server', sglang_server_release='', sglang_server_toolkit_version='13.0',
+        sglang_server_log_rotate_size='100M', sglang_server_protect_home='yes', __sglang_server_protect_home='yes',
+        sglang_server_preflight_ignore=[], sglang_server_throughput_baseline=0, sglang_server_throughput_ratio=0.8,
+        sglang_server_extra_environment={}, __sglang_server_read_options=READ_OPTIONS, sglang_server_limit_nofile=65536,
+        sglang_server_args=['--tp', '8', '--cuda-graph-max-bs', '128'], sglang_server_extra_args=[])
+    base.update(changed)
+    assert sorted(base) == sorted(checks.NAMES)
+    return base
+
+
+def problems(**changed):
+    return run_checks(checks.CHECKS, values(**changed))
+
+
+def test_the_defaults_pass():
+    assert problems() == []
+
+
+def test_strings_as_from_e_pass():
+    assert problems(sglang_server_port='30001', sglang_server_timeout='3000', sglang_server_throughput_baseline='96.1',
+                    sglang_server_throughput_ratio='1', sglang_server_log_rotate_size=100,
+                    sglang_server_args=['--tp', 8, '--pp-size=2', '--node-rank', '0']) == []
+
+
+@pytest.mark.parametrize('args, bad', [
+    # The last value given counts, as argparse takes it.
+    (['--tp', 'eight', '--tp', '8'], None),
+    (['--tp', '8', '--tp=eight'], 'sglang_server_args[2] = "--tp=eight" is not allowed: an integer of at least 1'),
+    (['--nnodes', '0'], 'sglang_server_args[1] = "0" is not allowed: an integer of at least 1 as the value of --nnodes'),
+    (['--node-rank', '0', '--tensor-parallel-size', '2'], None),
+    # The word after a read option is its value, even one that looks like an option.
+    (['--pp', '--tp'], 'sglang_server_args[1] = "--tp" is not allowed: --tp followed by a number'),
+])
+def test_read_values(args, bad):
+    found = checks.check_read_values(values(sglang_server_args=args), {})
+    assert found == [] if bad is None else any(bad in one for one in found), found
+
+
+def test_read_values_span_the_extra_args():
+    found = checks.check_read_values(values(sglang_server_extra_args=['--pp-size']), {})
+    assert found == ['sglang_server_extra_args[0] = "--pp-size" is not allowed: --pp-size followed by a number, not as '
+                     'the last argument']
+    assert checks.check_read_values(values(sglang_server_args=['--pp-size'], sglang_server_extra_args=['2']), {}) == []
+
+
+@pytest.mark.parametrize('arg, owned', [
+    ('--enable-metrics-for-all-schedulers', False),  # longer than an owned option: another one
+    ('--', False),
+    ('--po', True),  # an argparse prefix of --port
+    ('--api-key=sk-secret', True),
+    ('-m', False),
+])
+def test_owned_options(arg, owned):
+    found = checks.check_args(values(sglang_server_extra_args=[arg]), {})
+    assert bool(found) is owned, found
+    assert not any('sk-secret' in one for one in found)
+
+
+def test_args_that_are_not_lists():
+    found = checks.check_args(values(sglang_server_args='--tp 8'), {})
+    assert found == ['sglang_server_args = "--tp 8" is not allowed: a list of arguments, one argv word each']
+    assert checks.check_read_values(values(sglang_server_args='--tp 8'), {}) == []
+
+
+def test_protect_home_as_the_unit_gets_it():
+    # A boolean reaches the unit as yes/no (vars/main.yml's __sglang_server_protect_home).
+    assert problems(sglang_server_protect_home=False, __sglang_server_protect_home='no',
+                    sglang_server_model_path='/root/models/x') == []
+    found = problems(sglang_server_protect_home=True, __sglang_server_protect_home='yes',
+                     sglang_server_model_path='/run/user/1000/m')
+    assert found and found[0].startswith('sglang_server_protect_home = true is not allowed: read-only or no')
+    assert problems(sglang_server_protect_home='tmpfs', __sglang_server_protect_home='tmpfs',
+                    sglang_server_model_path='/homes/m') == []
+
+
+def test_extra_environment():
+    found = checks.check_extra_environment(values(sglang_server_extra_environment={
+        'HUGGING_FACE_HUB_TOKEN': 'hf_x', '1BAD': 'v', 'MY_TOKEN': True, 'OK': 1, 'ALSO_OK': 'a=b'}), {})
+    assert found == [
+        'sglang_server_extra_environment.HUGGING_FACE_HUB_TOKEN = (hidden) is not allowed: set sglang_server_hf_token '
+        'instead, which the role keeps in a 0600 file',
+        'sglang_server_extra_environment = {"1BAD": "v"} is not allowed: variable names matching [A-Za-z_][A-Za-z0-9_]*',
+        'sglang_server_extra_environment.MY_TOKEN = (hidden) is not allowed: a string or a number (quote booleans, e.g. "1")',
+    ]
+    assert checks.check_extra_environment(values(sglang_server_extra_environment='A=1'), {}) == [
+        'sglang_server_extra_environment = "A=1" is not allowed: a mapping of variable names to strings or numbers']
+
+
+def test_secrets_are_never_shown():
+    found = problems(sglang_server_api_key='sk key', sglang_server_hf_token=12345)
+    assert found == ['sglang_server_api_key = (hidden) is not allowed: printable ASCII without spaces (it goes into a '
+                     'YAML file and an HTTP header)',
+                     'sglang_server_hf_token = (hidden) is not allowed: printable ASCII without spaces (it goes into a '
+                     'YAML file and an HTTP header)']
+
+
+def test_counts_are_shown_though_their_names_hold_token():
+    assert problems(sglang_server_throughput_max_new_tokens=0) == [
+        'sglang_server_throughput_max_new_tokens = 0 is not allowed: an integer of at least 1']
+
+
+@pytest.mark.parametrize('changed', [
+    {'sglang_server_port': True},
+    {'sglang_server_throughput_ratio': 'inf'},
+    {'sglang_server_throughput_baseline': '1e3'},
+    {'sglang_server_toolkit_version': 13.0},
+    {'sglang_server_host': 10},
+    {'sglang_server_release': '/opt/ml-env/releases/../x'},
+    {'sglang_server_model_path': MISSING},
+    {'sglang_server_group': 'root'},
+])
+def test_refused(changed):
+    found = problems(**changed)
+    name = list(changed)[0]
+    assert len(found) == 1 and found[0].startswith(name + ' = '), found
