@@ -300,7 +300,7 @@ def check_package_method(values, probes):
                    URL_ALLOWED + ' unless cuda_toolkit_apt_key_content holds the key')
     found += check('cuda_toolkit_apt_key_fingerprint', values, lambda v: v == '' or FINGERPRINT.match(v),
                    '40 upper-case hex digits, or "" (no check)')
-    found += check('cuda_toolkit_apt_package', values, lambda v: DEB_PACKAGE.match(v),
+    found += check('cuda_toolkit_apt_package', values, DEB_PACKAGE.match,
                    'a Debian package name, optionally =version')
     return found
 

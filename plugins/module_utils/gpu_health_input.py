@@ -48,7 +48,7 @@ NAMES = (
     '__gpu_health_checks_all',
     '__gpu_health_os_family',
     '__gpu_health_os_families',
-) + tuple(name for name, _ in NUMBERS)
+) + tuple(number[0] for number in NUMBERS)
 
 
 def _text(value):

@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: inferops.gpu contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A stack's lock (the filters of plugins/filter/lock.py and ml_env's input checks read it): the full transitive set with hashes (``uv pip compile --generate-hashes``), read
-on the controller and checked against the profile's pins before anything is installed (README,
-"One lock for the fleet")."""
+"""A stack's lock (the filters of plugins/filter/lock.py and ml_env's input checks read it): the
+full transitive set with hashes (``uv pip compile --generate-hashes``), read on the controller
+and checked against the profile's pins before anything is installed (README, "One lock for the
+fleet")."""
 
 from __future__ import annotations
 

@@ -81,4 +81,3 @@ def proxy_env(proxy):
             env[key] = value
             env[key.upper()] = value
     return env
-
