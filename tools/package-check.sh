@@ -93,9 +93,10 @@ timeout "$limit" ansible-galaxy collection install --offline --force -p "$instal
 coll="$install/ansible_collections/inferops/gpu"
 mapfile -t modules < <(find "$coll/plugins/modules" -name '*.py' ! -name '__init__.py' -printf 'inferops.gpu.%f\n' | sed 's/\.py$//' | sort)
 mapfile -t filters < <(find "$coll/plugins/filter" -name '*.yml' -printf 'inferops.gpu.%f\n' | sed 's/\.yml$//' | sort)
+mapfile -t lookups < <(find "$coll/plugins/lookup" -name '*.py' ! -name '__init__.py' -printf 'inferops.gpu.%f\n' | sed 's/\.py$//' | sort)
 mapfile -t roles < <(find "$coll/roles" -mindepth 3 -maxdepth 3 -path '*/meta/argument_specs.yml' | awk -F/ '{print "inferops.gpu." $(NF-2)}' | sort)
-if [ "${#modules[@]}" = 0 ] || [ "${#filters[@]}" = 0 ] || [ "${#roles[@]}" = 0 ]; then
-  fail "found ${#modules[@]} modules, ${#filters[@]} filters, ${#roles[@]} roles in the installed collection"
+if [ "${#modules[@]}" = 0 ] || [ "${#filters[@]}" = 0 ] || [ "${#lookups[@]}" = 0 ] || [ "${#roles[@]}" = 0 ]; then
+  fail "found ${#modules[@]} modules, ${#filters[@]} filters, ${#lookups[@]} lookups, ${#roles[@]} roles in the installed collection"
 fi
 
 # ansible-core warns about its own internal collection when it lists roles; that one line is not ours.
@@ -116,9 +117,11 @@ doc() { # doc TYPE OUTFILE ARGS...: ansible-doc with a clean stderr
 mkdir "$work/text"
 doc module "$work/modules.json" --json "${modules[@]}"
 doc filter "$work/filters.json" --json "${filters[@]}"
+doc lookup "$work/lookups.json" --json "${lookups[@]}"
 doc role "$work/roles.json" --json "${roles[@]}"
 for module in "${modules[@]}"; do doc module "$work/text/module $module" "$module"; done
 for filter in "${filters[@]}"; do doc filter "$work/text/filter $filter" "$filter"; done
+for lookup in "${lookups[@]}"; do doc lookup "$work/text/lookup $lookup" "$lookup"; done
 for role in "${roles[@]}"; do
   mapfile -t entries < <(python -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))[sys.argv[2]]["entry_points"]))' "$work/roles.json" "$role")
   for entry in "${entries[@]}"; do
@@ -134,7 +137,7 @@ fi
 
 # The raw markup, parsed strictly: malformed macros, and O()/RV() naming an option or return value
 # that the plugin or role entry point does not have.
-python - "$work/modules.json" "$work/filters.json" "$work/roles.json" <<'PY'
+python - "$work/modules.json" "$work/filters.json" "$work/lookups.json" "$work/roles.json" <<'PY'
 import json
 import sys
 
@@ -196,8 +199,8 @@ def check(fqcn, kind, doc, options, returns, entry=None):
                     errors.append(f"{where}: RV({part.name}) is not a return value here")
 
 
-modules_file, filters_file, roles_file = sys.argv[1:]
-for path, kind in ((modules_file, "module"), (filters_file, "filter")):
+modules_file, filters_file, lookups_file, roles_file = sys.argv[1:]
+for path, kind in ((modules_file, "module"), (filters_file, "filter"), (lookups_file, "lookup")):
     with open(path, encoding="utf-8") as f:
         for fqcn, data in json.load(f).items():
             doc = data.get("doc") or {}
@@ -221,7 +224,7 @@ for playbook in "$coll"/playbooks/*.yml; do
     fail "ansible-playbook --syntax-check $name failed from the installed tarball"
   }
 done
-echo "package-check: ansible-doc renders ${#modules[@]} modules, ${#filters[@]} filters and ${#roles[@]} roles from the installed tarball without markup errors" >&2
+echo "package-check: ansible-doc renders ${#modules[@]} modules, ${#filters[@]} filters, ${#lookups[@]} lookup and ${#roles[@]} roles from the installed tarball without markup errors" >&2
 cd "$root"
 
 # The execution environment's build context; ansible-builder reads the tarball the definition names.

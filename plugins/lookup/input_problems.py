@@ -14,8 +14,8 @@ version_added: 0.1.0
 short_description: Check a role's input
 description:
   - Renders the variables a role's checks read (C(plugins/module_utils/<role>_input.py)) and returns every problem
-    of that input, one message each, in one form; the variable, its bad value (secrets hidden, credentials in URLs
-    masked) and what is allowed. An empty list means the input is fine.
+    of that input, one message each, in one form that names the variable, its bad value (secrets hidden, credentials
+    in URLs masked) and what is allowed. An empty list means the input is fine.
   - The role's argument spec runs first and checks the types; these checks see what it lets through.
   - A variable whose template fails is one problem, named with the error.
 options:
