@@ -27,6 +27,7 @@ from ansible_collections.inferops.gpu.plugins.module_utils.cuda_toolkit import (
     wheels_errors,
 )
 from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import (
+    os_family_check,
     BOOL_ALLOWED,
     MISSING,
     as_bool,
@@ -102,12 +103,7 @@ def _version_ok(value):
     return isinstance(value, str) and bool(VERSION_RE.match(value))
 
 
-def check_os_family(values, probes):
-    # set_vars.yml refuses another family first (before its include_vars); the same verdict here
-    # keeps the lookup's answer whole wherever it runs.
-    families = values['__cuda_toolkit_os_families'] or []
-    return check('__cuda_toolkit_os_family', values, lambda v: v in families,
-                 'cuda_toolkit supports the OS families %s (the host\'s ansible_facts.os_family)' % ', '.join(families))
+check_os_family = os_family_check('cuda_toolkit')
 
 
 def check_version(values, probes):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import (
+    os_family_check,
     check,
     is_absolute_path,
     is_int,
@@ -58,10 +59,7 @@ def _text(value):
     return value if isinstance(value, str) else str(value)
 
 
-def check_os_family(values, probes):
-    families = values['__gpu_health_os_families'] or []
-    return check('__gpu_health_os_family', values, lambda v: v in families,
-                 'gpu_health supports the OS families %s (the host\'s ansible_facts.os_family)' % ', '.join(families))
+check_os_family = os_family_check('gpu_health')
 
 
 def check_check_lists(values, probes):

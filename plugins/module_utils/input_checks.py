@@ -142,6 +142,20 @@ def check(name, values, ok, allowed):
     return [] if good else [problem(name, value, allowed)]
 
 
+def os_family_check(role):
+    """The check of the host's OS family for `role`, read through __<role>_os_family against
+    __<role>_os_families. In a play, the role's set_vars.yml refuses another family first (it must,
+    before its include_vars); this is the same verdict where no task runs (the unit suite's table)."""
+    name, families_name = '__%s_os_family' % role, '__%s_os_families' % role
+
+    def check_os_family(values, probes):
+        families = [str(family) for family in values[families_name] or []]
+        return check(name, values, lambda v: v in families,
+                     "%s supports the OS families %s (the host's ansible_facts.os_family)" % (role, ', '.join(families)))
+
+    return check_os_family
+
+
 def run_checks(checks, values, probes=None):
     """Every message of every check, in order."""
     found = []

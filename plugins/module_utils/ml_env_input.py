@@ -17,6 +17,7 @@ import posixpath
 import re
 
 from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import (
+    os_family_check,
     CONTROL,
     DIGITS,
     MISSING,
@@ -155,11 +156,7 @@ def _bool_like(value):
     return not is_mapping(value) and not is_list(value) and is_bool(str(value))
 
 
-def check_os_family(values, probes):
-    # tasks/set_vars.yml refuses the host first in a play; this is the same verdict for the table.
-    families = values['__ml_env_os_families'] or []
-    return check('__ml_env_os_family', values, lambda v: v in families,
-                 'ml_env supports the OS families %s' % ', '.join(map(str, families)))
+check_os_family = os_family_check('ml_env')
 
 
 def check_profile(values, probes):

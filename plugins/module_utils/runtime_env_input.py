@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import (
+    os_family_check,
     CONTROL, MISSING, check, is_absolute_path, is_list, is_mapping, is_secret, problem,
 )
 
@@ -104,10 +105,7 @@ def _profile_choices(profiles):
     return ', '.join(sorted(str(name) for name in profiles)) + ' (define more in runtime_env_nccl_profiles)'
 
 
-def check_os_family(values, probes):
-    families = values['__runtime_env_os_families'] or []
-    return check('__runtime_env_os_family', values, lambda v: v in families,
-                 'runtime_env supports the OS families %s (the host\'s ansible_facts.os_family)' % ', '.join(families))
+check_os_family = os_family_check('runtime_env')
 
 
 def check_name(values, probes):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import (
+    os_family_check,
     CONTROL, DOT_SEGMENT, MISSING, check, is_absolute_path, is_int, is_list, is_mapping, is_port, is_secret, problem, shown,
 )
 
@@ -119,12 +120,7 @@ def is_decimal(value):
     return not isinstance(value, bool) and isinstance(value, (int, float, str)) and bool(DECIMAL.match(str(value)))
 
 
-def check_os_family(values, probes):
-    # set_vars.yml refuses it first in a play (it must, before include_vars); this is its verdict
-    # where no play runs (the unit suite's table).
-    families = values['__sglang_server_os_families'] or []
-    return check('__sglang_server_os_family', values, lambda v: v in families,
-                 'sglang_server supports the OS families %s' % ', '.join(families))
+check_os_family = os_family_check('sglang_server')
 
 
 def check_model_path(values, probes):
