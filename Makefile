@@ -118,8 +118,10 @@ bench-serving: tools engine
 bench-converge: tools engine
 	python bench/converge.py
 
+# Serial 1 against 2 (figure 5), then a roll's own cost per node: per role against every role.
 bench-rolling: tools engine
 	python bench/rolling_serial.py
+	python bench/rolling_overhead.py
 
 bench-noop: tools engine
 	python bench/noop_converge.py

@@ -10,8 +10,15 @@ directory by mode and owner, or absent), the units' active and enabled states, t
 the kernel lists, the ml-env releases (checked against their RECORDs) and the server's health URL.
 A later run with the same digest whose node still matches all of it has nothing to do: site.yml
 skips that node (the fast path). Anything else, a missing or unreadable record included, is drift,
-and the node goes through the roles. Every read goes through ``Host``, so the tests drive it on a
-temporary directory with stand-ins for systemctl, HTTP and the release check.
+and the node goes through the roles.
+
+The record also keeps each role's own digest (its variables and code), which paths each role
+manages, and the facts each role published. A node whose drift belongs to one role goes through
+that role and those after it (each consumes the facts of those before), never fewer than the
+health gate and the server; the roles it skips hand on their recorded facts. Drift that belongs to
+no one role (the GPUs, the server's health, an unowned path, an old record) sends it through all.
+Every read goes through ``Host``, so the tests drive it on a temporary directory with stand-ins for
+systemctl, HTTP and the release check.
 """
 
 from __future__ import annotations
@@ -25,6 +32,14 @@ VERSION = 1
 # Larger files (the toolkit's binaries) are compared by size and mtime: hashing them on every run costs.
 HASH_LIMIT = 1 << 20
 SPEC_KEYS = ('paths', 'units', 'health_url', 'releases', 'gpu_dir')
+# A node's roles in data-flow order (roles/rolling/tasks/provision.yml): each reads the facts of
+# those before it and none reads those after, so a role's drift re-runs it and every later one.
+ROLES = ('cuda_toolkit', 'ml_env', 'runtime_env', 'gpu_health', 'sglang_server')
+# Who owns what the record keeps besides paths: the units are the server's, the release ml_env's.
+UNIT_OWNER = 'sglang_server'
+RELEASE_OWNER = 'ml_env'
+# The node's fitness check runs before any server (re)start, whatever else is pending.
+GATE = 'gpu_health'
 
 
 class Host:
@@ -118,12 +133,18 @@ def observe(host, spec):
     }
 
 
-def build_record(host, digest, spec):
+def build_record(host, digest, spec, digests=None, owners=None, facts=None):
+    """digests: {role: digest of its own input}; owners: {role: the paths it manages}; facts: {role:
+    {name: value}} it published. All three may be left out (then any drift sends a node through
+    every role)."""
     spec = dict((key, spec[key]) for key in SPEC_KEYS)
     spec['paths'] = sorted(set(spec['paths']))
     spec['units'] = sorted(set(spec['units']))
     spec['releases'] = sorted(set(spec['releases']))
-    return {'version': VERSION, 'digest': digest, 'spec': spec, 'state': observe(host, spec)}
+    return {'version': VERSION, 'digest': digest, 'spec': spec, 'state': observe(host, spec),
+            'digests': dict(digests or {}),
+            'owners': dict((role, sorted(set(paths or []))) for role, paths in (owners or {}).items()),
+            'facts': dict(facts or {})}
 
 
 def _describe(state):
@@ -144,49 +165,104 @@ def path_drift(path, was, now):
     return '%s: was %s, is %s' % (path, _describe(was), _describe(now))
 
 
-def drift(host, record, digest, timeout):
-    """What differs between the record and the node now, cheapest reads first. The release check and
-    the health request (the costly ones) run only when nothing cheaper differs."""
-    found = []
+def input_drift(record, digests):
+    """The roles whose own input differs from the record's; None when that cannot be told (no digests
+    on one side: then every role)."""
+    recorded = record.get('digests') or {}
+    if not digests or not recorded:
+        return None
+    return [role for role in ROLES if recorded.get(role) != digests.get(role)]
+
+
+def owner_of(record, path):
+    """The role that manages path, or None (the rollback's snapshot files, or an old record)."""
+    for role in ROLES:
+        if path in ((record.get('owners') or {}).get(role) or []):
+            return role
+    return None
+
+
+def pending_roles(hit):
+    """The roles a node goes through when hit (roles, or None for all) drifted: from the first hit
+    onward, and always the health gate before the server."""
+    if hit is None:
+        return list(ROLES)
+    if not hit:
+        return []
+    first = min(min(ROLES.index(role) for role in hit), ROLES.index(GATE))
+    return list(ROLES[first:])
+
+
+def attributed_drift(host, record, digest, timeout, digests=None):
+    """(what differs, the roles it belongs to or None for all), cheapest reads first. The release
+    check and the health request (the costly ones) run only when their answer could still matter:
+    the release unless ml_env is pending already, the health unless every role is."""
+    found, hit = [], set()
     if record.get('digest') != digest:
         found.append('the input changed since the last converge (inventory variables or the collection)')
+        roles = input_drift(record, digests)
+        if roles is None:
+            hit = None
+        else:
+            found.extend('%s: its input changed' % role for role in roles)
+            hit.update(roles)
     spec = record.get('spec') or {}
     if spec_problems(spec) or set(SPEC_KEYS) - set(spec):
-        return found + ['the record holds an unusable spec']
+        return found + ['the record holds an unusable spec'], None
     was = record.get('state') or {}
     now = observe(host, spec)
+
+    def blame(reason, role):
+        found.append(reason)
+        return None if role is None or hit is None else hit | set([role])
+
     for path in spec['paths']:
         reason = path_drift(path, (was.get('paths') or {}).get(path, {}), now['paths'][path])
         if reason:
-            found.append(reason)
+            hit = blame(reason, owner_of(record, path))
     for unit in spec['units']:
         before, after = (was.get('units') or {}).get(unit, {}), now['units'][unit]
         if before != after:
-            found.append('%s: was %s and %s, is %s and %s' % (
-                unit, before.get('active'), before.get('enabled'), after['active'], after['enabled']))
+            hit = blame('%s: was %s and %s, is %s and %s' % (
+                unit, before.get('active'), before.get('enabled'), after['active'], after['enabled']), UNIT_OWNER)
     if was.get('gpus') != now['gpus']:
-        found.append('the GPUs or the driver changed: was %s, is %s' % (
-            json.dumps(was.get('gpus')), json.dumps(now['gpus'])))
-    if found:
-        return found
-    for link in spec['releases']:
-        target = os.path.realpath(link)
-        why = host.integrity(target)
-        if why:
-            found.append('release %s (%s): %s' % (target, link, why))
-    if spec['health_url'] and not found:
+        hit = blame('the GPUs or the driver changed: was %s, is %s' % (
+            json.dumps(was.get('gpus')), json.dumps(now['gpus'])), None)
+    if hit is None:
+        return found, None
+    if RELEASE_OWNER not in pending_roles(hit):
+        for link in spec['releases']:
+            target = os.path.realpath(link)
+            why = host.integrity(target)
+            if why:
+                hit = blame('release %s (%s): %s' % (target, link, why), RELEASE_OWNER)
+    if spec['health_url'] and pending_roles(hit) != list(ROLES):
         status, reason = host.http_status(spec['health_url'], timeout)
         if status != 200:
-            found.append('%s answered %s' % (spec['health_url'], status if status is not None else reason))
-    return found
+            hit = blame('%s answered %s' % (spec['health_url'], status if status is not None else reason), None)
+    if found and not record.get('digests'):
+        hit = None  # a record without the roles' digests says nothing about which role owns what
+    return found, hit
 
 
-def check(host, path, digest, timeout):
+def drift(host, record, digest, timeout):
+    """What differs between the record and the node now (empty: converged)."""
+    return attributed_drift(host, record, digest, timeout)[0]
+
+
+def check(host, path, digest, timeout, digests=None):
+    """converged, drift, pending (the roles to run, in order) and facts (those the skipped roles
+    published, by name)."""
     record, why = host.read_record(path)
     if record is None:
-        return {'converged': False, 'drift': [why]}
-    found = drift(host, record, digest, timeout)
-    return {'converged': not found, 'drift': found}
+        return {'converged': False, 'drift': [why], 'pending': list(ROLES), 'facts': {}}
+    found, hit = attributed_drift(host, record, digest, timeout, digests)
+    pending = pending_roles(hit) if found else []
+    facts = {}
+    for role in ROLES:
+        if role not in pending:
+            facts.update((record.get('facts') or {}).get(role) or {})
+    return {'converged': not found, 'drift': found, 'pending': pending, 'facts': facts}
 
 
 def dumps(record):

@@ -15,6 +15,11 @@ description:
     and with the node now. RV(converged) is true when the digest is the same and every recorded path, unit, GPU,
     release and the health URL still match; RV(drift) says what differs otherwise. C(site.yml) skips the roles on a
     converged node (its fast path), so a no-op run costs one module run per host.
+  - Per role, when the record holds O(digests) and O(owners), RV(pending) names the roles a node that is not converged
+    goes through, in data-flow order, from the first role whose own input or managed paths drifted (the units count
+    as the server's, the release as C(ml_env)'s), always with C(gpu_health) before C(sglang_server). Drift no one role
+    owns (the GPUs, the server's health, a path of no role, a record without O(digests)) names every role. RV(facts)
+    are the facts the roles left out published at their last converge, for the roles that run after them.
   - With O(state=recorded), writes the record (mode 0600) after a converge passed its gates. It holds O(digest), the spec
     (O(paths), O(units), O(releases), O(health_url), O(gpu_dir)) and what the node has now. A small file is kept
     by SHA-256, a file over 1 MiB by size and mtime, a link by its target, a directory by mode and owner, a path
@@ -66,6 +71,22 @@ options:
     description: With O(state=recorded), a URL that must answer 200 (the server's C(/health)); empty checks none.
     type: str
     default: ''
+  digests:
+    description:
+      - Each role's own digest, by role. With O(state=checked) the action plugin computes them with O(digest); with
+        O(state=recorded), pass the RV(digests) the run's O(state=checked) task returned.
+    type: dict
+    default: {}
+  owners:
+    description: With O(state=recorded), the paths each role manages, by role (each a list of absolute paths).
+    type: dict
+    default: {}
+  facts:
+    description:
+      - With O(state=recorded), the facts each role published, by role. Through the action plugin, a list of fact
+        names per role, whose values it reads from the run; the module takes the values, by name, per role.
+    type: dict
+    default: {}
   gpu_dir:
     description: With O(state=recorded), where the NVIDIA driver lists its GPUs and version (procfs).
     type: path
@@ -127,6 +148,21 @@ digest:
   description: The digest compared or recorded.
   returned: always
   type: str
+digests:
+  description: Each role's own digest, by role (empty when the module ran without the action plugin).
+  returned: always
+  type: dict
+pending:
+  description: With O(state=checked), the roles the node goes through, in order (empty when converged).
+  returned: state is checked
+  type: list
+  elements: str
+  sample: [gpu_health, sglang_server]
+facts:
+  description: With O(state=checked), the facts that the roles not in RV(pending) published at the last converge, by name.
+  returned: state is checked
+  type: dict
+  sample: {ml_env_release: /opt/ml-env-releases/ci-a-1f2e3d4c5b6a-py3.11}
 """
 
 import os
@@ -179,6 +215,9 @@ def main():
             units=dict(type='list', elements='str', default=[]),
             releases=dict(type='list', elements='path', default=[]),
             health_url=dict(type='str', default=''),
+            digests=dict(type='dict', default={}),
+            owners=dict(type='dict', default={}),
+            facts=dict(type='dict', default={}),
             gpu_dir=dict(type='path', default='/proc/driver/nvidia'),
             timeout=dict(type='int', default=60),
         ),
@@ -190,10 +229,11 @@ def main():
                              'through Ansible; with state=recorded pass the digest state=checked returned)' % params['state'])
     run_command = module_runner(module, params['timeout'], option='timeout')
     host = converged.Host(run_command, http_status, release_checker(run_command))
-    result = dict(changed=False, digest=params['digest'])
+    result = dict(changed=False, digest=params['digest'], digests=params['digests'])
     try:
         if params['state'] == 'checked':
-            result.update(converged.check(host, params['path'], params['digest'], params['timeout']))
+            result.update(converged.check(host, params['path'], params['digest'], params['timeout'],
+                                          params['digests']))
             result['msg'] = 'converged: nothing to do' if result['converged'] else \
                 'not converged: %s' % '; '.join(result['drift'])
         elif params['state'] == 'absent':
@@ -204,7 +244,8 @@ def main():
             problems = converged.spec_problems(params)
             if problems:
                 module.fail_json(msg='; '.join(problems))
-            record = converged.build_record(host, params['digest'], params)
+            record = converged.build_record(host, params['digest'], params, params['digests'], params['owners'],
+                                            params['facts'])
             result['changed'] = converged.record_changes(host, params['path'], record)
             if result['changed'] and not module.check_mode:
                 directory = os.path.dirname(params['path'])

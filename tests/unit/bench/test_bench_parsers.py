@@ -10,6 +10,7 @@ import benchdoc  # noqa: E402
 import converge  # noqa: E402
 import fleet  # noqa: E402
 import noop_converge  # noqa: E402
+import rolling_overhead  # noqa: E402
 import rolling_serial  # noqa: E402
 import serving_wait  # noqa: E402
 
@@ -130,3 +131,19 @@ def test_the_noop_section_reads_medians_ratio_and_counts_from_the_runs():
     assert "| no-op `site.yml` | 3.0 | 2.0, 4.0 | 1 | 1 | 1, 1 |" in text
     assert "Ratio no-op / floor: **0.50**" in text
     assert "| inferops.gpu.ml_env | 1 | 0.5 |" in text
+
+
+def test_a_rolls_own_time_takes_out_the_server_starts_and_counts_the_roles_that_ran():
+    check = {"play": {"name": rolling_overhead.CHECK_PLAY},
+             "tasks": [{"task": {"name": "inferops.gpu.ml_env : Check the pin set"}, "hosts": {"h1": {}}}]}
+    roll = {"play": {"name": "Roll"}, "tasks": [
+        {"task": {"name": "inferops.gpu.gpu_health : Check the GPUs"}, "hosts": {"h1": {}, "h2": {"skipped": True}}},
+        {"task": {"name": "inferops.gpu.ml_env : Build the release"}, "hosts": {"h1": {"skipped": True}}},
+        {"task": {"name": "inferops.gpu.sglang_server : " + rolling_overhead.START_TASK},
+         "hosts": {"h1": {"startup_seconds": 12.5}, "h2": {"startup_seconds": 7.5}}},
+        {"task": {"name": "Compare the node with the record"}, "hosts": {"h1": {}}},
+    ]}
+    report = {"plays": [check, roll]}
+    run = fleet.Run(60.0, report, 0, 0)
+    assert rolling_overhead.startup_seconds(run) == 20.0
+    assert rolling_overhead.roles_run(run) == {"gpu_health": 1, "sglang_server": 2}

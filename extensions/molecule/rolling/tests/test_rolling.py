@@ -1,20 +1,23 @@
-"""Rolls over four serving hosts, in order, while each host samples its own /health_generate.
+"""Rolls over three serving hosts, in order, while each host samples its own /health_generate.
 
-1. Roll to release B with the third host given a broken server environment: it fails its health
-   gate, goes back to A healthy, the roll stops, the fourth host is untouched.
-2. Roll to B with the third host healthy but slow: the throughput gate fails it the same way.
-3. A clean roll to B converges every host (the scenario's idempotence step has shown that site.yml
-   on the serving fleet restarts nothing). 4. site.yml with a changed pin (release C) rolls the
-   serving fleet one host at a time. 5. verify.yml reports every host without changing it.
-6. The fast path: a hand-edited file sends its node through the roles, which put it back, and
-   inferops_fast_path=false sends a converged node through them (a no-op roll restarts nothing);
-   then a no-op site.yml over the converged fleet runs no role task at all; a bad switch is refused.
+1. Roll to release B with the second host (Debian 13) given a broken server environment: it fails
+   its health gate, goes back to A healthy, the roll stops, the third host is untouched.
+2. Roll to B with the second host healthy but slow: the throughput gate fails it the same way.
+3. site.yml with a changed pin (release C) rolls the serving fleet one host at a time and converges
+   every host (the scenario's idempotence step has shown that site.yml on the serving fleet
+   restarts nothing). 4. A roll of the server's arguments alone runs the health gate and the server
+   role only, behind the same gates. 5. verify.yml reports every host without changing it.
+6. The fast path: a hand-edited file sends its node through the role that owns it and those after,
+   which put it back; inferops_fast_path=false sends a converged node through every role (a no-op
+   roll restarts nothing); then a no-op site.yml over the converged fleet runs no role task at all;
+   a bad switch is refused.
 Through all of it, at no sample time is more than one host (one batch) out of service.
 """
 
 import collections
 import json
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -23,14 +26,16 @@ import pytest
 
 PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.getcwd())
 INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
-HOSTS = ["inferops-roll-%d" % n for n in range(1, 5)]
+HOSTS = ["inferops-roll-%d" % n for n in range(1, 4)]
 # A release's name covers the interpreter it was built with: the Debian 12 hosts (1 and 3, Python
-# 3.11) share one release of a pin set, the Debian 13 hosts (2 and 4, Python 3.13) another.
-SAME_DISTRO = [(HOSTS[0], HOSTS[2]), (HOSTS[1], HOSTS[3])]
-THIRD = HOSTS[2]
+# 3.11) share one release of a pin set, the Debian 13 host (2, Python 3.13) has its own.
+SAME_DISTRO = [(HOSTS[0], HOSTS[2])]
+FAILING, UNTOUCHED = HOSTS[1], HOSTS[2]
+# The server's arguments changed and nothing else: the roll of test 4, kept by the runs after it.
+NEW_ARGS = {"sglang_server_args": ["--tp", "1", "--cuda-graph-max-bs", "64", "--disable-custom-all-reduce"]}
 # A sample counts a host as down when it did not answer 200; at most this many at once (serial 1).
 BATCH = 1
-TOKEN_TIME = {"SGLANG_STANDIN_TOKEN_SECONDS": "0.02"}  # molecule.yml's, kept in the third host's override
+TOKEN_TIME = {"SGLANG_STANDIN_TOKEN_SECONDS": "0.02"}  # molecule.yml's, kept in the failing host's override
 
 
 def ansible_playbook(playbook, *args, host_vars=None, timeout=1500):
@@ -137,73 +142,63 @@ def release_a():
 def broken_roll(release_a):
     pids = dict((host, main_pid(host)) for host in HOSTS)
     roll = Roll("playbooks/rolling.yml", "-e", "ml_env_profile=ci-b",
-                host_vars={THIRD: {"sglang_server_extra_environment": dict(TOKEN_TIME, SGLANG_STANDIN_FAULT="warmup_failed")}})
+                host_vars={FAILING: {"sglang_server_extra_environment": dict(TOKEN_TIME, SGLANG_STANDIN_FAULT="warmup_failed")}})
     return roll, pids
 
 
 @pytest.fixture(scope="module")
 def slow_roll(broken_roll):
     pids = dict((host, main_pid(host)) for host in HOSTS)
-    # Limited to the third host and the one after it: the first two are on B already.
-    roll = Roll("playbooks/rolling.yml", "-e", "ml_env_profile=ci-b", "-l", ",".join(HOSTS[2:]),
-                host_vars={THIRD: {"sglang_server_extra_environment": dict(TOKEN_TIME, SGLANG_STANDIN_FAULT="slow")}})
+    # Limited to the failing host and the one after it: the first is on B already.
+    roll = Roll("playbooks/rolling.yml", "-e", "ml_env_profile=ci-b", "-l", ",".join(HOSTS[1:]),
+                host_vars={FAILING: {"sglang_server_extra_environment": dict(TOKEN_TIME, SGLANG_STANDIN_FAULT="slow")}})
     return roll, pids
 
 
 @pytest.fixture(scope="module")
-def clean_roll(slow_roll):
-    roll = Roll("playbooks/rolling.yml", "-e", "ml_env_profile=ci-b")
-    roll.releases = dict((host, release(host)) for host in HOSTS)
+def site_new_pin(slow_roll):
+    releases = dict((host, release(host)) for host in HOSTS)
+    roll = Roll("site.yml", "-e", "ml_env_profile=ci-c")
+    roll.releases_before = releases
     return roll
 
 
-@pytest.fixture(scope="module")
-def site_new_pin(clean_roll):
-    return Roll("site.yml", "-e", "ml_env_profile=ci-c")
-
-
-def assert_failed_on_third_and_rolled_back(roll, pids, release_a, cause):
+def assert_failed_and_rolled_back(roll, pids, release_a, cause):
     assert roll.rc != 0, roll.tail
-    assert "%s failed and was rolled back" % THIRD in roll.messages, roll.messages
+    assert "%s failed and was rolled back" % FAILING in roll.messages, roll.messages
     assert cause in roll.messages, roll.messages
-    assert "rolled back: %s; untouched: %s" % (THIRD, HOSTS[3]) in roll.messages, roll.messages
+    assert "rolled back: %s; untouched: %s" % (FAILING, UNTOUCHED) in roll.messages, roll.messages
     # The failed host is back on A and serving; the host after it was never touched.
-    assert release(THIRD) == release_a[THIRD] and health(THIRD) == "200"
+    assert release(FAILING) == release_a[FAILING] and health(FAILING) == "200"
     # The files came back as they were: owner, group and mode too (the service user reads them).
     for path in ("/etc/inferops/runtime-env.json", "/etc/inferops/runtime-env.env",
                  "/etc/sglang/sglang-server.env", "/etc/sglang/sglang-server.yaml", "/var/log/sglang/revision"):
-        assert docker(THIRD, "stat -c '%U:%G %a' " + path) == docker(HOSTS[3], "stat -c '%U:%G %a' " + path), path
-    assert release(HOSTS[3]) == release_a[HOSTS[3]] and main_pid(HOSTS[3]) == pids[HOSTS[3]]
-    assert HOSTS[3] not in roll.stats or roll.stats[HOSTS[3]]["changed"] == 0
+        assert docker(FAILING, "stat -c '%U:%G %a' " + path) == docker(UNTOUCHED, "stat -c '%U:%G %a' " + path), path
+    assert release(UNTOUCHED) == release_a[UNTOUCHED] and main_pid(UNTOUCHED) == pids[UNTOUCHED]
+    assert UNTOUCHED not in roll.stats or roll.stats[UNTOUCHED]["changed"] == 0
     roll.assert_one_batch_at_most()
 
 
 def test_a_host_failing_its_health_gate_is_rolled_back_and_stops_the_roll(broken_roll, release_a):
     roll, pids = broken_roll
-    assert_failed_on_third_and_rolled_back(roll, pids, release_a, "warmup")
-    assert release(HOSTS[0]) != release_a[HOSTS[0]] and release(HOSTS[1]) != release_a[HOSTS[1]]
-    assert "upgraded: %s, %s" % (HOSTS[0], HOSTS[1]) in roll.messages
+    assert_failed_and_rolled_back(roll, pids, release_a, "warmup")
+    assert release(HOSTS[0]) != release_a[HOSTS[0]]
+    assert "upgraded: %s;" % HOSTS[0] in roll.messages, roll.messages
 
 
 def test_a_healthy_but_slow_host_fails_the_throughput_gate_the_same_way(slow_roll, release_a):
     roll, pids = slow_roll
-    assert_failed_on_third_and_rolled_back(roll, pids, release_a, "throughput")
-    # The hosts already on B kept serving untouched.
-    assert main_pid(HOSTS[0]) == pids[HOSTS[0]] and main_pid(HOSTS[1]) == pids[HOSTS[1]]
+    assert_failed_and_rolled_back(roll, pids, release_a, "throughput")
+    # The host already on B kept serving untouched.
+    assert main_pid(HOSTS[0]) == pids[HOSTS[0]]
 
 
-def test_a_clean_roll_converges_every_host(clean_roll):
-    assert clean_roll.rc == 0, clean_roll.tail
-    assert all(release(one) == release(other) for one, other in SAME_DISTRO)
-    assert all(health(host) == "200" for host in HOSTS)
-    clean_roll.assert_one_batch_at_most()
-
-
-def test_site_with_a_changed_pin_rolls_one_host_at_a_time(site_new_pin, clean_roll):
+def test_site_with_a_changed_pin_rolls_and_converges_every_host_one_at_a_time(site_new_pin):
     assert site_new_pin.rc == 0, site_new_pin.tail
     releases = dict((host, release(host)) for host in HOSTS)
     assert all(releases[one] == releases[other] for one, other in SAME_DISTRO), releases
-    assert not set(releases.values()) & set(clean_roll.releases.values()), (releases, clean_roll.releases)
+    before = site_new_pin.releases_before
+    assert not set(releases.values()) & set(before.values()), (releases, before)
     assert all(health(host) == "200" for host in HOSTS)
     site_new_pin.assert_one_batch_at_most()
     # The hosts went down one after another: each outage ended before the next one began (site.yml's
@@ -245,56 +240,109 @@ def check_results(report):
     return {}
 
 
-def role_tasks_run(report):
-    """Per host, how many tasks of the collection's roles ran (not skipped)."""
-    ran = collections.Counter()
+def roles_run(report):
+    """Per host, the collection's roles that ran a task (not skipped), the check play's aside (it
+    reads every role's input on every run)."""
+    ran = collections.defaultdict(set)
     for play in report.get("plays", []):
+        if play["play"]["name"] == "Check every role's input before any change":
+            continue
         for task in play.get("tasks", []):
-            if task["task"]["name"].startswith("inferops.gpu."):
+            role, sep, dummy = task["task"]["name"].partition(" : ")
+            if sep and role.startswith("inferops.gpu."):
                 for host, result in task["hosts"].items():
-                    ran[host] += 0 if result.get("skipped") else 1
-    return dict((host, count) for host, count in ran.items() if count)
+                    if not result.get("skipped"):
+                        ran[host].add(role[len("inferops.gpu."):])
+    return dict(ran)
+
+
+def node_roles(ran, host):
+    """The roles of a node's data flow that ran on host (the rolling role, which runs them, aside)."""
+    return sorted(ran.get(host, set()) - {"rolling"})
 
 
 @pytest.fixture(scope="module")
-def drift_and_switch(site_new_pin):
-    docker(HOSTS[0], "echo EDITED=1 >> /etc/inferops/runtime-env.env")
-    pids = dict((host, main_pid(host)) for host in HOSTS)
-    roll = Roll("site.yml", "-e", "ml_env_profile=ci-c", "-e", "inferops_fast_path=false", "-l", ",".join(HOSTS[:2]))
-    return roll, pids
+def server_args_roll(site_new_pin):
+    pid, was = main_pid(UNTOUCHED), release(UNTOUCHED)
+    roll = Roll("playbooks/rolling.yml", "-e", "ml_env_profile=ci-c", "-l", UNTOUCHED, host_vars={UNTOUCHED: NEW_ARGS})
+    return roll, pid, was
 
 
-def test_drift_and_the_switch_send_a_node_through_the_roles(drift_and_switch):
-    roll, pids = drift_and_switch
+def test_a_roll_of_the_server_arguments_runs_only_the_server_role_behind_its_gates(server_args_roll):
+    roll, pid, was = server_args_roll
     assert roll.rc == 0, roll.tail
-    checked = check_results(roll.report)
-    assert not checked[HOSTS[0]]["converged"], checked[HOSTS[0]]
-    assert "/etc/inferops/runtime-env.env: its content changed" in checked[HOSTS[0]]["drift"], checked[HOSTS[0]]
-    # The second node matched its record; the switch sent it through the roles all the same.
-    assert checked[HOSTS[1]]["converged"], checked[HOSTS[1]]
-    ran = role_tasks_run(roll.report)
-    assert ran.get(HOSTS[0], 0) > 50 and ran.get(HOSTS[1], 0) > 50, ran
-    # The roles put the file back; a node with nothing to change kept its server running.
-    assert docker(HOSTS[0], "grep -c EDITED=1 /etc/inferops/runtime-env.env") == "0"
-    assert main_pid(HOSTS[1]) == pids[HOSTS[1]]
-    assert roll.stats[HOSTS[1]]["changed"] == 0, roll.stats
-    assert all(health(host) == "200" for host in HOSTS[:2])
+    checked = check_results(roll.report)[UNTOUCHED]
+    assert checked["pending"] == ["gpu_health", "sglang_server"], checked
+    assert "sglang_server: its input changed" in checked["drift"], checked
+    ran = roles_run(roll.report)
+    assert node_roles(ran, UNTOUCHED) == ["gpu_health", "sglang_server"], ran
+    # Behind the same gates: the server restarted on the new arguments, passed its health and
+    # throughput gates, on the release it had.
+    assert main_pid(UNTOUCHED) != pid and health(UNTOUCHED) == "200" and release(UNTOUCHED) == was
+    written = docker(UNTOUCHED, "cat /etc/systemd/system/sglang-server.service /etc/sglang/sglang-server.yaml")
+    assert re.search(r"cuda-graph-max-bs\W+64", written), written
+    assert "upgraded: %s;" % UNTOUCHED in roll.messages, roll.messages
+    # The throughput gate ran (an include reports no host result: its module task does).
+    assert any(task["task"]["name"] == "inferops.gpu.sglang_server : Measure the throughput against the baseline"
+               and UNTOUCHED in task["hosts"] and not task["hosts"][UNTOUCHED].get("skipped")
+               for play in roll.report["plays"] for task in play["tasks"])
     roll.assert_one_batch_at_most()
 
 
-def test_a_no_op_site_run_over_the_converged_fleet_runs_no_role_task(drift_and_switch):
+@pytest.fixture(scope="module")
+def drift(server_args_roll):
+    docker(HOSTS[0], "echo EDITED=1 >> /etc/inferops/runtime-env.env")
+    pid = main_pid(HOSTS[0])
+    roll = Roll("site.yml", "-e", "ml_env_profile=ci-c", "-l", HOSTS[0])
+    return roll, pid
+
+
+def test_drift_sends_a_node_through_the_role_that_owns_it_and_those_after(drift):
+    roll, pid = drift
+    assert roll.rc == 0, roll.tail
+    checked = check_results(roll.report)[HOSTS[0]]
+    assert not checked["converged"], checked
+    assert "/etc/inferops/runtime-env.env: its content changed" in checked["drift"], checked
+    assert checked["pending"] == ["runtime_env", "gpu_health", "sglang_server"], checked
+    assert node_roles(roles_run(roll.report), HOSTS[0]) == ["gpu_health", "runtime_env", "sglang_server"]
+    # The role put the file back as it was, so the server had nothing new to run.
+    assert docker(HOSTS[0], "grep -c EDITED=1 /etc/inferops/runtime-env.env") == "0"
+    assert main_pid(HOSTS[0]) == pid and health(HOSTS[0]) == "200"
+
+
+@pytest.fixture(scope="module")
+def switch(drift):
+    pid = main_pid(FAILING)
+    roll = Roll("site.yml", "-e", "ml_env_profile=ci-c", "-e", "inferops_fast_path=false", "-l", FAILING)
+    return roll, pid
+
+
+def test_the_switch_sends_a_converged_node_through_every_role(switch):
+    roll, pid = switch
+    assert roll.rc == 0, roll.tail
+    checked = check_results(roll.report)[FAILING]
+    # The node matched its record; the switch sent it through the roles all the same.
+    assert checked["converged"], checked
+    assert node_roles(roles_run(roll.report), FAILING) == ["gpu_health", "ml_env", "runtime_env", "sglang_server"]
+    # A node with nothing to change kept its server running.
+    assert main_pid(FAILING) == pid and health(FAILING) == "200"
+    assert roll.stats[FAILING]["changed"] == 0, roll.stats
+    roll.assert_one_batch_at_most()
+
+
+def test_a_no_op_site_run_over_the_converged_fleet_runs_no_role_task(switch):
     pids = dict((host, main_pid(host)) for host in HOSTS)
-    roll = Roll("site.yml", "-e", "ml_env_profile=ci-c")
+    roll = Roll("site.yml", "-e", "ml_env_profile=ci-c", host_vars={UNTOUCHED: NEW_ARGS})
     assert roll.rc == 0, roll.tail
     checked = check_results(roll.report)
     assert sorted(checked) == HOSTS and all(result["converged"] for result in checked.values()), checked
-    assert role_tasks_run(roll.report) == {}
+    assert roles_run(roll.report) == {}
     assert all(roll.stats[host]["changed"] == 0 for host in HOSTS), roll.stats
     assert dict((host, main_pid(host)) for host in HOSTS) == pids
 
 
-def test_a_bad_fast_path_switch_is_refused_before_any_change(drift_and_switch):
+def test_a_bad_fast_path_switch_is_refused_before_any_change(switch):
     roll = Roll("site.yml", "-e", "ml_env_profile=ci-c", "-e", "inferops_fast_path=maybe", "-l", HOSTS[0])
     assert roll.rc != 0
-    assert "inferops_fast_path must be a boolean (true or false), got maybe" in roll.messages, roll.tail
-    assert roll.stats[HOSTS[0]]["changed"] == 0 and role_tasks_run(roll.report) == {}
+    assert 'inferops_fast_path = "maybe" is not allowed: a boolean (true or false)' in roll.messages, roll.tail
+    assert roll.stats[HOSTS[0]]["changed"] == 0 and roles_run(roll.report) == {}

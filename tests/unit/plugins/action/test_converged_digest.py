@@ -62,3 +62,34 @@ def test_a_lock_changed_in_place_changes_the_digest(tmp_path):
     # A lock that cannot be found counts as such (the check play then says why).
     assert lock_files({'x': {'lock': 'missing.txt'}}, lambda path: str(tmp_path / path)) == {'x': 'unreadable'}
     assert lock_files('{{ not templated }}', lambda path: path) == {}
+
+
+def test_each_role_digest_moves_with_its_own_input_only():
+    from ansible_collections.inferops.gpu.plugins.action.converged import NODE_ROLES, role_digests
+    codes = dict((role, role) for role in NODE_ROLES + ('shared',))
+    base = role_digests(VARS, codes)
+    server = role_digests(dict(VARS, sglang_server_port=30001), codes)
+    assert [role for role in NODE_ROLES if server[role] != base[role]] == ['sglang_server']
+    # A shared variable or shared code moves every role; a lock file only ml_env.
+    assert all(value != base[role] for role, value in role_digests(dict(VARS, rolling_steps=['ml_env']), codes).items())
+    assert all(value != base[role] for role, value in role_digests(VARS, dict(codes, shared='other')).items())
+    locked = role_digests(VARS, codes, {'ci-lock': 'b' * 64})
+    assert [role for role in NODE_ROLES if locked[role] != base[role]] == ['ml_env']
+    # What only steers a run moves none.
+    assert role_digests(dict(VARS, rolling_serial=4, inferops_fast_path=False), codes) == base
+
+
+def test_a_role_code_change_moves_that_role_digest_and_a_plugin_change_all(tmp_path):
+    from ansible_collections.inferops.gpu.plugins.action.converged import code_digests
+    copy = tmp_path / 'gpu'
+    for top in ('meta', 'playbooks', 'plugins', 'roles'):
+        shutil.copytree(str(ROOT + '/' + top), str(copy / top), ignore=shutil.ignore_patterns('__pycache__'))
+    first = code_digests(str(copy))
+    template = copy / 'roles' / 'sglang_server' / 'defaults' / 'main.yml'
+    template.write_text(template.read_text() + '# a changed default\n')
+    second = code_digests(str(copy))
+    assert [name for name in sorted(first) if first[name] != second[name]] == ['sglang_server']
+    module = copy / 'plugins' / 'modules' / 'converged.py'
+    module.write_text(module.read_text() + '# changed\n')
+    assert [name for name in sorted(first) if code_digests(str(copy))[name] != second[name]] == ['shared']
+    assert code_digest(str(copy)) != code_digest(ROOT)

@@ -69,7 +69,7 @@ def write_record(host, spec, record, digest=DIGEST):
 def test_an_unchanged_node_is_converged_after_every_check(node):
     root, fake, host, spec, record = node
     write_record(host, spec, record)
-    assert converged.check(host, record, DIGEST, 30) == {'converged': True, 'drift': []}
+    assert converged.check(host, record, DIGEST, 30) == {'converged': True, 'drift': [], 'pending': [], 'facts': {}}
     # The costly reads ran too: the release check and the health request.
     assert ['integrity', str(root / 'releases' / 'a')] in fake.calls
     assert ['GET', 'http://127.0.0.1:30000/health', 30] in fake.calls
@@ -130,7 +130,8 @@ def test_another_digest_is_drift(node):
     write_record(host, spec, record)
     found = converged.check(host, record, 'b' * 64, 30)
     assert found == {'converged': False,
-                     'drift': ['the input changed since the last converge (inventory variables or the collection)']}
+                     'drift': ['the input changed since the last converge (inventory variables or the collection)'],
+                     'pending': list(converged.ROLES), 'facts': {}}
 
 
 @pytest.mark.parametrize('content, expected', [
@@ -174,3 +175,102 @@ def test_a_thousand_paths_are_checked_in_well_under_a_second(node, tmp_path):
     started = time.monotonic()
     assert converged.check(host, record, DIGEST, 30)['converged']
     assert time.monotonic() - started < 1.0
+
+
+# Per role: the record keeps each role's digest, paths and facts, and drift picks the roles to run.
+ROLE_DIGESTS = dict((role, role[0] * 64) for role in converged.ROLES)
+FACTS = {'cuda_toolkit': {'cuda_toolkit_home': '/usr/local/cuda-13.0'},
+         'ml_env': {'ml_env_release': '/opt/ml-env-releases/a'},
+         'runtime_env': {'runtime_env_nccl_profile_applied': 'pcie'},
+         'sglang_server': {'sglang_server_managed_units': ['sglang-server.service']}}
+
+
+def write_role_record(root, host, spec, record):
+    owners = {'cuda_toolkit': [str(root / 'ptxas')], 'ml_env': [str(root / 'ml-env')],
+              'runtime_env': [str(root / 'etc' / 'absent.env')], 'sglang_server': [str(root / 'etc' / 'unit')]}
+    with open(record, 'w') as handle:
+        handle.write(converged.dumps(converged.build_record(host, DIGEST, spec, ROLE_DIGESTS, owners, FACTS)))
+
+
+def changed(role):
+    return dict(ROLE_DIGESTS, **{role: 'z' * 64})
+
+
+@pytest.mark.parametrize('hit, pending', [
+    (None, list(converged.ROLES)),
+    (set(), []),
+    ({'sglang_server'}, ['gpu_health', 'sglang_server']),
+    ({'gpu_health'}, ['gpu_health', 'sglang_server']),
+    ({'runtime_env', 'sglang_server'}, ['runtime_env', 'gpu_health', 'sglang_server']),
+    ({'cuda_toolkit'}, list(converged.ROLES)),
+])
+def test_the_pending_roles_run_from_the_first_hit_onward_and_always_through_the_gate(hit, pending):
+    assert converged.pending_roles(hit) == pending
+
+
+def test_a_change_of_the_server_input_runs_the_gate_and_the_server_with_the_others_facts(node):
+    root, fake, host, spec, record = node
+    write_role_record(root, host, spec, record)
+    found = converged.check(host, record, 'b' * 64, 30, changed('sglang_server'))
+    assert found['pending'] == ['gpu_health', 'sglang_server']
+    assert 'sglang_server: its input changed' in found['drift']
+    assert found['facts'] == dict(FACTS['cuda_toolkit'], **dict(FACTS['ml_env'], **FACTS['runtime_env']))
+
+
+@pytest.mark.parametrize('change, pending', [
+    (lambda root: (root / 'etc' / 'absent.env').write_text('x'), ['runtime_env', 'gpu_health', 'sglang_server']),
+    (lambda root: (root / 'etc' / 'unit').write_text('[Service]\nX=1\n'), ['gpu_health', 'sglang_server']),
+    (lambda root: os.utime(str(root / 'ptxas'), (1, 1)), list(converged.ROLES)),
+    # The directory belongs to no role (as the rollback's snapshot files): every role.
+    (lambda root: os.chmod(str(root / 'etc'), 0o700), list(converged.ROLES)),
+    (lambda root: os.rmdir(str(root / 'nvidia' / 'gpus' / '0000:17:00.0')), list(converged.ROLES)),
+])
+def test_drift_of_what_a_role_manages_runs_that_role_and_those_after(node, change, pending):
+    root, fake, host, spec, record = node
+    write_role_record(root, host, spec, record)
+    change(root)
+    found = converged.check(host, record, DIGEST, 30, ROLE_DIGESTS)
+    assert not found['converged'] and found['pending'] == pending, found
+    assert sorted(found['facts']) == sorted(name for role in converged.ROLES if role not in pending
+                                            for name in FACTS.get(role, {}))
+
+
+def test_a_stopped_unit_is_the_servers_and_a_damaged_release_ml_envs(node):
+    root, fake, host, spec, record = node
+    write_role_record(root, host, spec, record)
+    fake.units['sglang-server.service'] = ('failed', 'enabled')
+    assert converged.check(host, record, DIGEST, 30, ROLE_DIGESTS)['pending'] == ['gpu_health', 'sglang_server']
+    fake.units['sglang-server.service'] = ('active', 'enabled')
+    fake.damaged = 'files differ from their RECORD in torch'
+    pending = converged.check(host, record, DIGEST, 30, ROLE_DIGESTS)['pending']
+    assert pending == ['ml_env', 'runtime_env', 'gpu_health', 'sglang_server']
+
+
+def test_an_unhealthy_server_runs_every_role(node):
+    root, fake, host, spec, record = node
+    write_role_record(root, host, spec, record)
+    fake.status = 503
+    found = converged.check(host, record, 'b' * 64, 30, changed('sglang_server'))
+    assert found['pending'] == list(converged.ROLES) and found['facts'] == {}
+    assert 'http://127.0.0.1:30000/health answered 503' in found['drift']
+
+
+def test_the_costly_reads_are_skipped_once_their_answer_cannot_matter(node):
+    root, fake, host, spec, record = node
+    write_role_record(root, host, spec, record)
+    # ml_env pending already: its release is not checked; the server's health still is.
+    found = converged.check(host, record, 'b' * 64, 30, changed('ml_env'))
+    assert found['pending'] == ['ml_env', 'runtime_env', 'gpu_health', 'sglang_server']
+    assert [call[0] for call in fake.calls if call[0] in ('integrity', 'GET')] == ['GET']
+    # Every role pending: neither.
+    del fake.calls[:]
+    assert converged.check(host, record, 'b' * 64, 30, changed('cuda_toolkit'))['pending'] == list(converged.ROLES)
+    assert not [call for call in fake.calls if call[0] in ('integrity', 'GET')]
+
+
+def test_a_record_without_the_roles_digests_runs_every_role(node):
+    root, fake, host, spec, record = node
+    write_record(host, spec, record)
+    assert converged.check(host, record, 'b' * 64, 30, changed('sglang_server'))['pending'] == list(converged.ROLES)
+    (root / 'etc' / 'unit').write_text('[Service]\nX=1\n')
+    assert converged.check(host, record, DIGEST, 30, ROLE_DIGESTS)['pending'] == list(converged.ROLES)
