@@ -11,6 +11,8 @@ import os
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.inferops.gpu.plugins.module_utils.converged import ROLES
+
 # The variables that describe what a node should be: every role's and the collection-wide ones.
 PREFIXES = ('inferops_', 'cuda_toolkit_', 'ml_env_', 'runtime_env_', 'gpu_health_', 'sglang_server_', 'rolling_')
 # These steer a run (which hosts, how many at once, how hard to look) and say nothing about the node.
@@ -23,7 +25,7 @@ CODE_DIRS = ('meta', 'playbooks', 'plugins', 'roles')
 # The roles a node runs, each with its own digest (module_utils/converged.py: ROLES); the rest of
 # the code (plugins, playbooks, the rolling role) and the variables named inferops_* and rolling_*
 # count for every role.
-NODE_ROLES = ('cuda_toolkit', 'ml_env', 'runtime_env', 'gpu_health', 'sglang_server')
+NODE_ROLES = ROLES
 SHARED = 'shared'
 SHARED_PREFIXES = ('inferops_', 'rolling_')
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -70,8 +72,7 @@ def input_variables(task_vars):
 
 def input_digest(task_vars, code, files=None):
     """files: what input files (a profile's lock) hold, by name: a lock changed in place is a changed input."""
-    text = json.dumps({'code': code, 'vars': input_variables(task_vars), 'files': files or {}}, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode('utf-8')).hexdigest()
+    return _sha256({'code': code, 'vars': input_variables(task_vars), 'files': files or {}})
 
 
 def role_digests(task_vars, codes, files=None):

@@ -245,11 +245,6 @@ def attributed_drift(host, record, digest, timeout, digests=None):
     return found, hit
 
 
-def drift(host, record, digest, timeout):
-    """What differs between the record and the node now (empty: converged)."""
-    return attributed_drift(host, record, digest, timeout)[0]
-
-
 def check(host, path, digest, timeout, digests=None):
     """converged, drift, pending (the roles to run, in order) and facts (those the skipped roles
     published, by name)."""
