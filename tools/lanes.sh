@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs make targets in lanes: `tools/lanes.sh "SCENARIO..." "TARGET [VAR=value]..." ...`
-#   - each scenario of the first argument in a lane of its own, in the background, from the start
-#     (`make molecule SCENARIO=name`, its output in .build/logs/molecule-NAME.log);
+# Runs make targets in lanes: `tools/lanes.sh "LANE..." "TARGET [VAR=value]..." ...`
+#   - each LANE of the first argument in the background, from the start: one scenario, or several
+#     joined by `+` (`rolling+sglang_server`) run one after another, stopping at the first that
+#     fails (`make molecule SCENARIO=name` each, output in .build/logs/molecule-NAME.log);
 #   - every other argument, one make invocation each, one after another in the main lane,
 #     stopping at the first that fails.
 # The background lanes are the scenarios that mostly wait (a roll goes one host at a time): begun
@@ -10,7 +11,7 @@
 # background lanes rather than leaving them to run for half an hour.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-logs=$root/.build/logs
+logs=${LANES_LOGS:-$root/.build/logs}
 mkdir -p "$logs"
 read -r -a beside <<<"${1:-}"
 shift || true
@@ -27,13 +28,31 @@ cpu_now() {
 export -f cpu_now
 export logs
 
-declare -A lane_pid
-for s in "${beside[@]}"; do
+# One scenario in a lane: its log, its exit status and its CPU seconds (in a subshell, whose
+# children are only this scenario's).
+lane_scenario() (
+  local s=$1
   rm -f "$logs/molecule-$s.log" "$logs/molecule-$s.rc"
-  # setsid: the lane and everything it starts form one process group, stopped together.
-  setsid bash -c "$make --no-print-directory molecule SCENARIO=$s >'$logs/molecule-$s.log' 2>&1; echo \$? >'$logs/molecule-$s.rc'; cpu_now '$logs/molecule-$s.cpu'; echo \"lanes: scenario $s used \$(cat '$logs/molecule-$s.cpu') CPU s\" >>'$logs/molecule-$s.log'" &
-  lane_pid[$s]=$!
-  echo "lanes: scenario $s runs beside the main lane (log: .build/logs/molecule-$s.log)"
+  $make --no-print-directory molecule SCENARIO="$s" >"$logs/molecule-$s.log" 2>&1
+  echo $? >"$logs/molecule-$s.rc"
+  cpu_now "$logs/molecule-$s.cpu"
+  echo "lanes: scenario $s used $(cat "$logs/molecule-$s.cpu") CPU s" >>"$logs/molecule-$s.log"
+  [ "$(cat "$logs/molecule-$s.rc")" = 0 ]
+)
+export -f lane_scenario
+export make
+
+declare -A lane_pid
+scenarios=()
+for lane in "${beside[@]}"; do
+  read -r -a members <<<"${lane//+/ }"
+  for s in "${members[@]}"; do rm -f "$logs/molecule-$s.rc"; done
+  scenarios+=("${members[@]}")
+  # setsid: the lane and everything it starts form one process group, stopped together. A
+  # scenario after a failed one does not run (its status reads "stopped").
+  setsid bash -c 'for s in "$@"; do lane_scenario "$s" || exit 1; done' lane "${members[@]}" &
+  lane_pid[$lane]=$!
+  echo "lanes: ${members[*]} run(s) beside the main lane (log: .build/logs/molecule-NAME.log)"
 done
 
 rc=0
@@ -47,13 +66,13 @@ for target in "$@"; do
 done
 
 if [ "$rc" != 0 ]; then
-  for s in "${beside[@]}"; do
-    kill -TERM -- "-${lane_pid[$s]}" 2>/dev/null && echo "lanes: stopped scenario $s (the main lane failed)"
+  for lane in "${beside[@]}"; do
+    kill -TERM -- "-${lane_pid[$lane]}" 2>/dev/null && echo "lanes: stopped lane $lane (the main lane failed)"
   done
 fi
 wait
-for s in "${beside[@]}"; do
-  cat "$logs/molecule-$s.log"
+for s in "${scenarios[@]}"; do
+  [ -f "$logs/molecule-$s.log" ] && cat "$logs/molecule-$s.log"
   lane_rc=$(cat "$logs/molecule-$s.rc" 2>/dev/null || echo stopped)
   echo "lanes: scenario $s (run beside the main lane) exited $lane_rc"
   [ "$lane_rc" = 0 ] || rc=1
