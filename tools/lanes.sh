@@ -56,12 +56,18 @@ for lane in "${beside[@]}"; do
 done
 
 rc=0
+failed_main=
 for target in "$@"; do
   read -r -a words <<<"$target"
   start=$SECONDS
   # In a shell of its own, whose children are only this target's (this one's include the lanes).
-  bash -c '"$@"; rc=$?; cpu_now "$logs/.cpu"; exit $rc' lane "$make" --no-print-directory "${words[@]}" || {
-    rc=$?; echo "lanes: '$target' failed (rc $rc) after $((SECONDS - start)) s"; break; }
+  # Its output also goes to main.log, for the summary at the end.
+  bash -c '"$@"; rc=$?; cpu_now "$logs/.cpu"; exit $rc' lane "$make" --no-print-directory "${words[@]}" 2>&1 \
+    | tee "$logs/main.log"
+  target_rc=${PIPESTATUS[0]}
+  if [ "$target_rc" != 0 ]; then
+    rc=$target_rc; echo "lanes: '$target' failed (rc $rc) after $((SECONDS - start)) s"; failed_main=$target; break
+  fi
   echo "lanes: '$target' passed in $((SECONDS - start)) s, $(cat "$logs/.cpu") CPU s (at $SECONDS s)"
 done
 
@@ -76,6 +82,22 @@ for s in "${scenarios[@]}"; do
   lane_rc=$(cat "$logs/molecule-$s.rc" 2>/dev/null || echo stopped)
   echo "lanes: scenario $s (run beside the main lane) exited $lane_rc"
   [ "$lane_rc" = 0 ] || rc=1
+done
+# The lanes' logs come last and are long: what failed is said again here, at the end, where a CI
+# log's tail shows it (pytest's FAILED/ERROR lines and assertion lines, molecule's errors).
+summary() {
+  sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -aE '(^|[│ ])(FAILED|ERROR) |(^|[│ ])E +[A-Za-z]|fatal: \[|CRITICAL|Error:' | tail -n 40
+}
+if [ -n "$failed_main" ]; then
+  echo "lanes: what failed in '$failed_main':"
+  summary "$logs/main.log"
+fi
+for s in "${scenarios[@]}"; do
+  lane_rc=$(cat "$logs/molecule-$s.rc" 2>/dev/null || echo stopped)
+  if [ "$lane_rc" != 0 ] && [ "$lane_rc" != stopped ] && [ -f "$logs/molecule-$s.log" ]; then
+    echo "lanes: what failed in scenario $s:"
+    summary "$logs/molecule-$s.log"
+  fi
 done
 cpu_now "$logs/.cpu"
 echo "lanes: all done in $SECONDS s, $(cat "$logs/.cpu") CPU s in all, rc $rc"

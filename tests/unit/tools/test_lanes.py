@@ -11,7 +11,7 @@ for a in "$@"; do case $a in SCENARIO=*) t=${a#SCENARIO=};; --*|molecule) ;; *) 
 echo "$t" >> "$FAKE_LOG"
 sleep 0.3
 case " $SLOW " in *" $t "*) sleep 5;; esac
-case " $FAIL " in *" $t "*) exit 3;; esac
+case " $FAIL " in *" $t "*) echo "FAILED test_$t.py::test_it - AssertionError: $t broke"; exit 3;; esac
 exit 0
 '''
 
@@ -43,6 +43,8 @@ def test_a_failed_scenario_stops_its_lane_only_and_fails_the_run(tmp_path):
     assert 'b' not in ran and 'c' in ran and 'lint' in ran
     assert 'lanes: scenario a (run beside the main lane) exited 3' in out
     assert 'lanes: scenario b (run beside the main lane) exited stopped' in out
+    # What failed is said again at the very end, where a CI log's tail shows it.
+    assert out.splitlines()[-3:-1] == ['lanes: what failed in scenario a:', 'FAILED test_a.py::test_it - AssertionError: a broke']
 
 
 def test_a_failed_main_target_stops_the_main_lane_and_the_lanes(tmp_path):
@@ -51,6 +53,7 @@ def test_a_failed_main_target_stops_the_main_lane_and_the_lanes(tmp_path):
     assert "lanes: 'lint' failed (rc 3)" in out and 'unit' not in ran
     assert 'lanes: stopped lane a+b (the main lane failed)' in out
     assert 'b' not in ran
+    assert out.splitlines()[-3:-1] == ["lanes: what failed in 'lint':", 'FAILED test_lint.py::test_it - AssertionError: lint broke']
 
 
 def test_no_lanes_runs_the_main_targets_alone(tmp_path):
