@@ -12,7 +12,10 @@ host_mirror() {
 }
 mirror=${DEBIAN_MIRROR:-$(host_mirror)}
 [ -n "$mirror" ] || { echo "no Debian mirror found in apt sources: set DEBIAN_MIRROR" >&2; exit 1; }
-packages=systemd,systemd-sysv,dbus,python3,python3-venv,python3-apt,ca-certificates,curl,iproute2,procps,gnupg
+# logrotate: every serving host of the scenarios wants it (sglang_server), and an apt-get update
+# for it on each was a CPU cost of every run; the sglang_server scenario removes it again in its
+# prepare, so the role's install path stays proven there.
+packages=systemd,systemd-sysv,dbus,python3,python3-venv,python3-apt,ca-certificates,curl,iproute2,procps,gnupg,logrotate
 ca_bundle=${HOST_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 recipe_hash=$( { cat "$0"; echo "$suite $packages"; cat "$ca_bundle" 2>/dev/null; } | sha256sum | cut -c1-12)
 tag="inferops-gpu/base:${suite}-${recipe_hash}"
