@@ -13,8 +13,6 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 logs=${LANES_LOGS:-$root/.build/logs}
 mkdir -p "$logs"
-read -r -a beside <<<"${1:-}"
-shift || true
 make=${MAKE:-make}
 # CPU seconds (user + system) of the children this shell has waited for: where the time goes.
 # `times` must run in the shell itself (in $(...) or a pipe it would see a subshell's), so the
@@ -39,18 +37,25 @@ lane_scenario() (
   echo "lanes: scenario $s used $(cat "$logs/molecule-$s.cpu") CPU s" >>"$logs/molecule-$s.log"
   [ "$(cat "$logs/molecule-$s.rc")" = 0 ]
 )
-export -f lane_scenario
-export make
 
+# A lane (`tools/lanes.sh --lane NAME...`, started below by this script itself): its scenarios one
+# after another; one after a failed one does not run (its status reads "stopped").
+if [ "${1:-}" = --lane ]; then
+  shift
+  for s in "$@"; do lane_scenario "$s" || exit 1; done
+  exit 0
+fi
+
+read -r -a beside <<<"${1:-}"
+shift || true
 declare -A lane_pid
 scenarios=()
 for lane in "${beside[@]}"; do
   read -r -a members <<<"${lane//+/ }"
   for s in "${members[@]}"; do rm -f "$logs/molecule-$s.rc"; done
   scenarios+=("${members[@]}")
-  # setsid: the lane and everything it starts form one process group, stopped together. A
-  # scenario after a failed one does not run (its status reads "stopped").
-  setsid bash -c 'for s in "$@"; do lane_scenario "$s" || exit 1; done' lane "${members[@]}" &
+  # setsid: the lane and everything it starts form one process group, stopped together.
+  setsid bash "$0" --lane "${members[@]}" &
   lane_pid[$lane]=$!
   echo "lanes: ${members[*]} run(s) beside the main lane (log: .build/logs/molecule-NAME.log)"
 done
