@@ -96,7 +96,7 @@ def build_operations(module, params, run):
         log = LogFollower(params['log_path'], offset=offset, tail_lines=params['log_tail_lines'], secrets=secrets)
         if attach:
             manager.attach()
-        return Gate(manager, log, new_probe(), ProgressFile(paths['progress_path']), params['host'], params['port'],
+        return Gate(manager, log, new_probe(), ProgressFile(paths['progress_path'], revision=params.get('revision')), params['host'], params['port'],
                     timeout=params['timeout'], stall_timeout=params['stall_timeout'],
                     poll_interval=params['poll_interval'], skip_warmup=params['skip_warmup'],
                     expected_name=params['served_model_name'], do_probe=params['probe'])

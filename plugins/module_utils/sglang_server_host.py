@@ -4,10 +4,12 @@
 """What the sglang_server role reads of a host before it decides anything, in one call.
 
 The release the ml-env link points at, the runtime environment file (and its checksum, which the
-server's revision covers), the service account and the groups of the GPU device nodes: four
-remote tasks (stat, stat, getent, find) and a fifth to learn whether the run only checks, each a
-remote Python start on every run. ``read`` takes the host through injected functions, so its
-answers are tested on recorded states.
+server's revision covers), the service account as the role would create it and the groups of the
+GPU device nodes, whether the role's paths exist (the unit, logrotate, the liveness timer) and the
+state of its units: each of these was a remote task of its own (stat, getent, find, group, user,
+systemctl), a remote Python start on every run, and most of them change nothing on a node that
+serves. ``read`` takes the host through injected functions, so its answers are tested on recorded
+states.
 """
 
 from __future__ import annotations
@@ -42,12 +44,23 @@ class Host:
         return digest.hexdigest()
 
     def account(self, name):
-        """(uid, gid) of the account, or None."""
+        """(uid, gid, home, shell) of the account, or None."""
         try:
             entry = pwd.getpwnam(name)
         except KeyError:
             return None
-        return entry.pw_uid, entry.pw_gid
+        return entry.pw_uid, entry.pw_gid, entry.pw_dir, entry.pw_shell
+
+    def group_gid(self, name):
+        """The gid of the group, or None."""
+        try:
+            return grp.getgrnam(name).gr_gid
+        except KeyError:
+            return None
+
+    def member_of(self, user):
+        """The names of the groups that list `user` as a member (its supplementary groups)."""
+        return sorted(entry.gr_name for entry in grp.getgrall() if user in entry.gr_mem)
 
     def group_name(self, gid):
         try:
@@ -104,8 +117,49 @@ def device_groups(host, top='/dev', depth=2):
     return sorted(groups)
 
 
-def read(host, params, check_mode):
+def account_as_wanted(host, user, group, home, shell, groups):
+    """Whether the account exists as the role's group and user tasks would leave it: the group, the
+    user in it with that home and shell, and a member of every group in `groups` (which must exist).
+    Only then can those two tasks be left out: each would change nothing."""
+    account = host.account(user)
+    gid = host.group_gid(group) if group else None
+    if account is None or gid is None or not home or not shell:
+        return False
+    uid, primary, user_home, user_shell = account
+    if primary != gid or user_home != home or user_shell != shell:
+        return False
+    return set(groups) <= set(host.member_of(user))
+
+
+def exists(host, paths):
+    """{path: whether something (a link too, even a dangling one) is there}."""
+    return dict((path, host.lstat(path) is not None) for path in paths)
+
+
+def parse_show(text, units):
+    """{unit: {'active': ActiveState, 'enabled': UnitFileState}} from `systemctl show -p ActiveState
+    -p UnitFileState UNIT...`, whose blocks come in the order of the units, a blank line between."""
+    blocks = text.strip().split("\n\n") if text.strip() else []
+    states = {}
+    for unit, block in zip(units, blocks):
+        values = dict(line.split('=', 1) for line in block.splitlines() if '=' in line)
+        states[unit] = dict(active=values.get('ActiveState', ''), enabled=values.get('UnitFileState', ''))
+    for unit in units:
+        states.setdefault(unit, dict(active='', enabled=''))
+    return states
+
+
+def unit_states(run, units):
+    """The units' states as systemd has them (one `systemctl show`); empty states when it cannot say."""
+    if not units:
+        return {}
+    rc, out, dummy = run(['systemctl', 'show', '--property=ActiveState,UnitFileState', '--'] + list(units))
+    return parse_show(out if rc == 0 else '', units)
+
+
+def read(host, params, check_mode, run=None):
     account = host.account(params['user'])
+    groups = device_groups(host, params.get('device_dir') or '/dev')
     return dict(
         changed=False,
         check_mode=bool(check_mode),
@@ -113,5 +167,9 @@ def read(host, params, check_mode):
         environment_file=environment_file(host, params['environment_file']),
         user_exists=account is not None,
         user_uid=account[0] if account is not None else -1,
-        device_groups=device_groups(host, params.get('device_dir') or '/dev'),
+        device_groups=groups,
+        account_as_wanted=account_as_wanted(host, params['user'], params.get('group'), params.get('home'),
+                                            params.get('shell'), groups),
+        exists=exists(host, params.get('paths') or []),
+        units=unit_states(run, params.get('units') or []) if run else {},
     )

@@ -179,10 +179,13 @@ class ProgressFile:
     """The JSON the role polls while the module runs under `async` (it prints nothing until done).
 
     Written atomically (rename), at most every `every` seconds unless the phase or state changed.
+    Each record names the `revision` of the start when one is given: the role's wait ends only on a
+    record of its own start, so an earlier start's file (ready or failed) needs no task to remove it.
     """
 
-    def __init__(self, path, every=1.0, clock=time.monotonic, wall=time.time):
+    def __init__(self, path, every=1.0, clock=time.monotonic, wall=time.time, revision=None):
         self.path = path
+        self.revision = revision
         self.every = every
         self.clock = clock
         self.wall = wall
@@ -197,6 +200,8 @@ class ProgressFile:
         record = {'state': state, 'phase': phase, 'elapsed': round(elapsed, 1), 'last_line': last_line[-300:],
                   'updated': round(self.wall(), 3)}
         record.update(extra)
+        if self.revision:
+            record['revision'] = self.revision
         tmp = '%s.%d.tmp' % (self.path, os.getpid())
         try:
             with open(tmp, 'w') as handle:

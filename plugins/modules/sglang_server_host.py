@@ -16,6 +16,9 @@ description:
     the GPU device nodes (C(nvidia*) and C(renderD*) under O(device_dir), two levels deep).
   - Says whether the task runs in check mode, whichever way check mode was asked for (C(--check) or the
     C(check_mode) keyword), which C(ansible_check_mode) alone does not.
+  - Says whether the account is already as the role's group and user tasks would leave it, whether each
+    of O(paths) exists, and the active and enablement states of O(units) (one C(systemctl show), bounded by
+    O(command_timeout)), so that the role runs those tasks only where they would change something.
 options:
   release_link:
     description: The link to the current ml-env release; not read when not given.
@@ -32,6 +35,29 @@ options:
     description: Where the device nodes are.
     type: path
     default: /dev
+  group:
+    description: The service account's primary group, for RV(account_as_wanted).
+    type: str
+  home:
+    description: The service account's home, for RV(account_as_wanted).
+    type: path
+  shell:
+    description: The service account's shell, for RV(account_as_wanted).
+    type: path
+  paths:
+    description: Paths whose existence RV(exists) reports (a link counts, even a dangling one).
+    type: list
+    elements: path
+    default: []
+  units:
+    description: systemd units whose states RV(units) reports; none on a host without systemd.
+    type: list
+    elements: str
+    default: []
+  command_timeout:
+    description: Seconds C(systemctl show) may take before it is killed.
+    type: int
+    default: 60
 attributes:
   check_mode:
     support: full
@@ -52,6 +78,11 @@ EXAMPLES = r"""
     release_link: /opt/ml-env
     environment_file: /etc/inferops/runtime-env.env
     user: sglang
+    group: sglang
+    home: /var/lib/sglang
+    shell: /usr/sbin/nologin
+    paths: [/etc/systemd/system/sglang-server.service]
+    units: [sglang-server.service]
   register: host
 """
 
@@ -93,10 +124,28 @@ device_groups:
   type: list
   elements: str
   sample: [render, video]
+account_as_wanted:
+  description:
+    - Whether the account exists with O(group) as its primary group, O(home) and O(shell), and is a member of
+      every group of RV(device_groups); false when any of O(group), O(home), O(shell) is not given.
+  returned: always
+  type: bool
+  sample: true
+exists:
+  description: For each of O(paths), whether it exists.
+  returned: always
+  type: dict
+  sample: {/etc/systemd/system/sglang-server.service: true}
+units:
+  description: For each of O(units), its C(ActiveState) and C(UnitFileState) (empty when systemd cannot say).
+  returned: always
+  type: dict
+  sample: {sglang-server.service: {active: active, enabled: enabled}}
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_server_host import Host, read
 
 
@@ -107,13 +156,22 @@ def main():
             environment_file=dict(type='path', required=True),
             user=dict(type='str', required=True),
             device_dir=dict(type='path', default='/dev'),
+            group=dict(type='str'),
+            home=dict(type='path'),
+            shell=dict(type='path'),
+            paths=dict(type='list', elements='path', default=[]),
+            units=dict(type='list', elements='str', default=[]),
+            command_timeout=dict(type='int', default=60),
         ),
         supports_check_mode=True,
     )
+    run = module_runner(module, module.params['command_timeout']) if module.params['units'] else None
     try:
-        result = read(Host(), module.params, module.check_mode)
+        result = read(Host(), module.params, module.check_mode, run=run)
     except (IOError, OSError) as exc:
         module.fail_json(msg='reading the host: %s' % exc)
+    except CommandTimeout as exc:
+        module.fail_json(msg=str(exc))
     module.exit_json(**result)
 
 

@@ -109,3 +109,24 @@ def test_progress_file_is_throttled_but_phase_changes_are_written_at_once(tmp_pa
     assert data == {'state': 'running', 'phase': 'warmup', 'elapsed': 1.5, 'last_line': 'line 3', 'updated': 42.0}
     assert oct(os.stat(path).st_mode & 0o777) == '0o640'
     assert os.listdir(str(tmp_path)) == ['progress.json']
+
+
+def test_each_progress_record_names_the_revision_of_its_start(tmp_path):
+    """The role's wait ends on a ready or failed record of its own start only (roles/sglang_server/tasks/wait.yml):
+    the file an earlier start left needs no task to remove it."""
+    import re
+    path = str(tmp_path / 'progress.json')
+    ProgressFile(path, wall=lambda: 1.0, revision='0ld').update('ready', 'ready', 9.0, 'ready line', force=True)
+    wait_regex = r'"state":\s*"(ready|failed)".*"revision":\s*"%s"'
+    text = open(path).read()
+    assert re.search(wait_regex % '0ld', text) and not re.search(wait_regex % 'n3w', text)
+    progress = ProgressFile(path, wall=lambda: 2.0, revision='n3w')
+    progress.update('running', 'loading', 0.1, 'x "revision": "n3w" in a log line')
+    assert not re.search(wait_regex % 'n3w', open(path).read())
+    progress.update('failed', 'loading', 3.0, 'boom', force=True, cause='oom')
+    data = json.load(open(path))
+    assert data['revision'] == 'n3w' and data['cause'] == 'oom' and re.search(wait_regex % 'n3w', open(path).read())
+    # The regex of the role is this one.
+    wait = open(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'sglang_server', 'tasks',
+                             'wait.yml')).read()
+    assert """search_regex: '"state":\\s*"(ready|failed)".*"revision":\\s*"{{ __sglang_server_revision }}"'""" in wait
