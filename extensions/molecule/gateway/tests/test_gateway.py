@@ -8,14 +8,16 @@ not a retry, is what keeps the client's failures at zero.
 
 1. The role: a non-root, hardened unit bound to the configured addresses, the keys in a 0600 file
    and never in argv, the inventory's two nodes as workers, Prometheus metrics.
-2. A full roll to release B: zero failed requests, never fewer than one worker in rotation (all but
-   the drained node), each node out of rotation from before its restart until after its gates.
-3. A roll where the second node fails its health gate: zero failed requests, the node rolled back,
-   added back only once healthy again (that the roll stops before the next node is the rolling
-   scenario's test, on three hosts).
-4. The same roll without the drain (rolling_gateway_host=''), and with a copy of the collection that
-   adds the node back before its gates: requests fail, so the assertions of 2 and 3 can fail.
-5. Check mode reports a changed setting of the gateway and changes nothing. Its retry policy
+2. One roll to release B, both paths of a node in it: the first node is upgraded (out of rotation
+   from before its restart until after its gates), the second fails its health gate (rolled back,
+   added back only once healthy again); zero failed requests, never fewer than one worker in
+   rotation (all but the drained node). That a failed roll stops before the next node is the rolling
+   scenario's test, on three hosts.
+3. A roll of the first node's server arguments without the drain (rolling_gateway_host=''), and one
+   with a copy of the collection that adds the node back before its gates: requests fail, so the
+   zero-failure assertions of 2 can fail. A roll of the arguments alone restarts the server behind
+   the same drain and gates as a new release (the fast path runs the health gate and the server role).
+4. Check mode reports a changed setting of the gateway and changes nothing. Its retry policy
    switched on through the role (site.yml on the gateway host: its arguments changed, so it
    restarts). A node that hangs after it was ready: the gateway takes it
    out within its health window, the node restarts its server itself (liveness timer), it is back
@@ -124,6 +126,23 @@ class Load:
     def failed(self):
         return [r for r in self.requests if r["status"] != 200]
 
+    def why(self):
+        """What a failed zero-failure check needs to say: the failures by answer, their time span
+        relative to the load's start, and the gateway's view of its workers at the worst moment."""
+        failed = self.failed()
+        if not failed:
+            return "no failed request"
+        kinds = {}
+        for r in failed:
+            kind = "%s %s" % (r["status"], (r["error"] or "")[:120])
+            kinds[kind] = kinds.get(kind, 0) + 1
+        fewest, when = self.fewest_in_rotation()
+        sample = next((s for s in self.samples if s.get("time") == when), {})
+        return "%d of %d requests failed, from +%.1f s to +%.1f s: %s; fewest workers in rotation %d at +%.1f s: %s" % (
+            len(failed), len(self.requests), min(r["start"] for r in failed) - self.started,
+            max(r["end"] for r in failed) - self.started, kinds, fewest, (when or self.started) - self.started,
+            sample.get("workers"))
+
     def assert_failed_by_a_restart(self, why):
         """Some requests failed, and as a node that restarts fails them: upstream errors, not a refused key."""
         assert len(self.failed()) > 0, why
@@ -180,22 +199,22 @@ def run_under_load(playbook, *args, **kwargs):
     return result, load.stop()
 
 
+# The server's arguments of the inventory, and a change of them alone: a restart with nothing else to do.
+ARGS = ["--tp", "1", "--cuda-graph-max-bs", "128", "--disable-custom-all-reduce"]
+NEW_ARGS = ["--tp", "1", "--cuda-graph-max-bs", "64", "--disable-custom-all-reduce"]
+
+
 @pytest.fixture(scope="module")
-def clean_roll():
+def roll():
+    """Release B for both nodes; the second fails its health gate: one upgraded, one rolled back."""
     before = dict((node, started_at(node)) for node in NODES)
-    (rc, stats, messages, tail), load = run_under_load("playbooks/rolling.yml", "-e", "ml_env_profile=ci-b")
-    return rc, messages, tail, load, before
-
-
-@pytest.fixture(scope="module")
-def failing_roll(clean_roll):
     releases = dict((node, release(node)) for node in NODES)
     (rc, stats, messages, tail), load = run_under_load(
-        "playbooks/rolling.yml", "-e", "ml_env_profile=ci-a",
+        "playbooks/rolling.yml", "-e", "ml_env_profile=ci-b",
         host_vars={NODES[1]: {"sglang_server_extra_environment": {"SGLANG_STANDIN_TOKEN_SECONDS": "0.02",
                                                                   "SGLANG_HEALTH_CHECK_TIMEOUT": "3",
                                                                   "SGLANG_STANDIN_FAULT": "warmup_failed"}}})
-    return rc, stats, messages, tail, load, releases
+    return rc, messages, tail, load, before, releases
 
 
 def test_the_gateway_runs_hardened_with_its_keys_out_of_argv():
@@ -226,44 +245,50 @@ def test_the_gateway_runs_hardened_with_its_keys_out_of_argv():
     assert docker(GATEWAY, generate % ("-H 'Authorization: Bearer %s'" % NODE_KEY)) == "200"
 
 
-def test_a_full_roll_through_the_gateway_fails_no_request(clean_roll):
-    rc, messages, tail, load, before = clean_roll
-    record("full roll", load)
-    assert rc == 0, tail
+def test_a_roll_through_the_gateway_fails_no_request(roll):
+    rc, messages, tail, load, before, releases = roll
+    record("roll: one node upgraded, one failing its gate", load)
+    assert rc != 0, tail  # the second node failed
     assert len(load.requests) >= RATE * 30, len(load.requests)
-    assert load.failed() == [], load.failed()[:5]
+    assert load.failed() == [], load.why()
     fewest, when = load.fewest_in_rotation()
     assert fewest >= IN_ROTATION, "only %d worker(s) in rotation at %s" % (fewest, when)
-    for node in NODES:
-        start = started_at(node)
-        assert start > before[node], node  # restarted on the new release
-        load.assert_out_of_rotation_at(node, start)  # drained before, added back after its gates
     assert docker(GATEWAY, "curl -s http://127.0.0.1:30080/readiness").count(ALL_HEALTHY) == 1
 
 
-def test_a_node_failing_its_gate_is_rolled_back_then_added_back(failing_roll):
-    rc, stats, messages, tail, load, releases = failing_roll
+def test_an_upgraded_node_is_out_of_rotation_from_before_its_restart_until_after_its_gates(roll):
+    rc, messages, tail, load, before, releases = roll
+    upgraded = NODES[0]
+    assert "upgraded: %s;" % upgraded in messages, messages
+    assert release(upgraded) != releases[upgraded]
+    start = started_at(upgraded)
+    assert start > before[upgraded]  # restarted on the new release
+    load.assert_out_of_rotation_at(upgraded, start)  # drained before, added back after its gates
+    back = [s["time"] for s in load.samples if "workers" in s and URL[upgraded] in load.in_rotation(s) and s["time"] > start]
+    assert back, "%s never came back into rotation" % upgraded
+
+
+def test_a_node_failing_its_gate_is_rolled_back_then_added_back(roll):
+    rc, messages, tail, load, before, releases = roll
     failing = NODES[1]
-    record("roll with a node failing its gate", load)
-    assert rc != 0, tail
     assert "%s failed and was rolled back" % failing in messages, messages
-    assert load.failed() == [], load.failed()[:5]
-    fewest, when = load.fewest_in_rotation()
-    assert fewest >= IN_ROTATION, "only %d worker(s) in rotation at %s" % (fewest, when)
     # Back on its release, restarted from it, and in rotation only after that restart.
     assert release(failing) == releases[failing]
     restored = started_at(failing)
+    assert restored > before[failing]
     load.assert_out_of_rotation_at(failing, restored)
     back = [s["time"] for s in load.samples if "workers" in s and URL[failing] in load.in_rotation(s) and s["time"] > load.started]
     assert back and back[-1] > restored
 
 
-def test_without_the_drain_the_same_roll_fails_requests(failing_roll):
-    # The first node is on release A now (the failing roll upgraded it); B again, with no gateway.
+def test_without_the_drain_a_roll_fails_requests(roll):
+    # The first node keeps release B; only its server's arguments change, with no gateway.
     (rc, stats, messages, tail), load = run_under_load(
-        "playbooks/rolling.yml", "-e", "ml_env_profile=ci-b", "-e", "rolling_gateway_host=", "-l", NODES[0])
-    record("one node rolled without the drain", load)
+        "playbooks/rolling.yml", "-e", "ml_env_profile=ci-b", "-e", json.dumps({"sglang_server_args": NEW_ARGS}),
+        "-e", "rolling_gateway_host=", "-l", NODES[0])
+    record("one node's arguments rolled without the drain", load)
     assert rc == 0, tail
+    assert "upgraded: %s;" % NODES[0] in messages, messages
     load.assert_failed_by_a_restart("no request failed without the drain: the zero-failure checks prove nothing")
 
 
@@ -278,9 +303,9 @@ MUTATION = ("""    - name: Drain the node
       ansible.builtin.include_tasks: "{{ rolling_drain_tasks }}\"""")
 
 
-def test_readding_before_the_gates_fails_requests(failing_roll, tmp_path):
+def test_readding_before_the_gates_fails_requests(roll, tmp_path):
     # A copy of the collection whose roll adds the node back right after the drain, before the
-    # roles and the gates; the first node is on release B, the roll takes it to A.
+    # roles and the gates; the first node's arguments go back to the inventory's (a restart).
     copy = tmp_path / "ansible_collections" / "inferops" / "gpu"
     shutil.copytree(PROJECT, str(copy), ignore=shutil.ignore_patterns(".build", ".git", ".collections", "tests", "docs"))
     main = copy / "roles" / "rolling" / "tasks" / "main.yml"
@@ -289,14 +314,16 @@ def test_readding_before_the_gates_fails_requests(failing_roll, tmp_path):
     main.write_text(text.replace(MUTATION[0], MUTATION[1]))
     paths = os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(":")
     (rc, stats, messages, tail), load = run_under_load(
-        "playbooks/rolling.yml", "-e", "ml_env_profile=ci-a", "-l", NODES[0], project=str(copy),
+        "playbooks/rolling.yml", "-e", "ml_env_profile=ci-b", "-e", json.dumps({"sglang_server_args": ARGS}),
+        "-l", NODES[0], project=str(copy),
         env={"ANSIBLE_COLLECTIONS_PATH": ":".join([str(tmp_path)] + [p for p in paths if not p.endswith("/.collections")])})
     record("one node added back before its gates (mutated copy)", load)
     assert rc == 0, tail
+    assert "upgraded: %s;" % NODES[0] in messages, messages
     load.assert_failed_by_a_restart("no request failed when the node was added back before its gates")
 
 
-def test_check_mode_reports_a_changed_setting_and_changes_nothing(failing_roll):
+def test_check_mode_reports_a_changed_setting_and_changes_nothing(roll):
     config = "cat /etc/sglang-gateway/sglang-gateway.json"
     before = (docker(GATEWAY, config), docker(GATEWAY, "systemctl show -p MainPID --value sglang-gateway"))
     rc, stats, messages, tail = ansible_playbook("site.yml", "-l", "sglang_gateway", "--check", "--diff",
@@ -306,7 +333,7 @@ def test_check_mode_reports_a_changed_setting_and_changes_nothing(failing_roll):
 
 
 @pytest.fixture(scope="module")
-def retrying_gateway(failing_roll):
+def retrying_gateway(roll):
     before = docker(GATEWAY, "systemctl show -p MainPID --value sglang-gateway")
     rc, stats, messages, tail = ansible_playbook("site.yml", "-l", "sglang_gateway", "-e", "sglang_gateway_retry_max_retries=5")
     after = docker(GATEWAY, "systemctl show -p MainPID --value sglang-gateway")
@@ -340,11 +367,13 @@ def test_a_node_hanging_after_ready_is_taken_out_and_restarts_itself(retrying_ga
     record("a node hangs after ready (retries on)", load, taken_out_after=round(out[0][0] - hung, 1) if out else None,
            back_after=round(back - hung, 1) if back else None)
     assert back is not None, "the hung node did not come back"
-    assert out and out[0][0] - hung <= 10, "the gateway took %s out after %s" % (node, out)
+    # Its health window: 2 failed checks of up to 3 s, 1 s apart (molecule.yml), 8 s; the rest is slack
+    # for the monitor's 0.25 s samples on a busy machine.
+    assert out and out[0][0] - hung <= 12, "the gateway took %s out after %s" % (node, out)
     journal = docker(node, "journalctl --no-pager -u sglang-server-liveness.service")
     assert "sglang liveness: restarting sglang-server.service after 3 failed /health_generate probes" in journal, journal[-2000:]
     # The requests the hung node held were retried on the others when it restarted.
-    assert len(load.requests) >= RATE * 10 and load.failed() == [], load.failed()[:5]
+    assert len(load.requests) >= RATE * 10 and load.failed() == [], load.why()
 
 
 def test_the_fleet_report_shows_how_the_gateway_sees_each_node(tmp_path):

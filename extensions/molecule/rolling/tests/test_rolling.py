@@ -2,7 +2,8 @@
 
 1. Roll to release B with the second host (Debian 13) given a broken server environment: it fails
    its health gate, goes back to A healthy, the roll stops, the third host is untouched.
-2. Roll to B with the second host healthy but slow: the throughput gate fails it the same way.
+2. A roll of the server's arguments with the second host healthy but slow: the throughput gate fails
+   it the same way (the fast path: the health gate and the server role, no release to build).
 3. site.yml with a changed pin (release C) rolls the serving fleet one host at a time and converges
    every host (the scenario's idempotence step has shown that site.yml on the serving fleet
    restarts nothing). 4. A roll of the server's arguments alone runs the health gate and the server
@@ -149,8 +150,9 @@ def broken_roll(release_a):
 @pytest.fixture(scope="module")
 def slow_roll(broken_roll):
     pids = dict((host, main_pid(host)) for host in HOSTS)
-    # Limited to the failing host and the one after it: the first is on B already.
-    roll = Roll("playbooks/rolling.yml", "-e", "ml_env_profile=ci-b", "-l", ",".join(HOSTS[1:]),
+    # Limited to the failing host and the one after it (the first is on B already), on the release
+    # they have: only the server's arguments change, and the failing host's environment.
+    roll = Roll("playbooks/rolling.yml", "-e", json.dumps(NEW_ARGS), "-l", ",".join(HOSTS[1:]),
                 host_vars={FAILING: {"sglang_server_extra_environment": dict(TOKEN_TIME, SGLANG_STANDIN_FAULT="slow")}})
     return roll, pids
 
@@ -189,6 +191,9 @@ def test_a_host_failing_its_health_gate_is_rolled_back_and_stops_the_roll(broken
 def test_a_healthy_but_slow_host_fails_the_throughput_gate_the_same_way(slow_roll, release_a):
     roll, pids = slow_roll
     assert_failed_and_rolled_back(roll, pids, release_a, "throughput")
+    # Its arguments are the inventory's again, as before the roll.
+    written = docker(FAILING, "cat /etc/systemd/system/sglang-server.service /etc/sglang/sglang-server.yaml")
+    assert re.search(r"cuda-graph-max-bs\W+128", written) and not re.search(r"cuda-graph-max-bs\W+64", written), written
     # The host already on B kept serving untouched.
     assert main_pid(HOSTS[0]) == pids[HOSTS[0]]
 
