@@ -58,16 +58,9 @@ options:
     description: Seconds C(systemctl show) may take before it is killed.
     type: int
     default: 60
-attributes:
-  check_mode:
-    support: full
-    details: Reads the same in check mode, and says so in RV(check_mode).
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - inferops.gpu.attributes.read_only
 author:
   - inferops.gpu maintainers (@inferops)
 """
