@@ -156,6 +156,22 @@ def _describe(state):
     return kind
 
 
+def not_serving(host, record, timeout):
+    """Why a node is not fit to be recorded as converged ([] when it is). A node that should serve (a
+    health URL in the spec) must have every unit active and the URL answering 200 at the time of the
+    record: a server that crashed after its gate (a unit in auto-restart is `activating`) is no
+    converge, and recording it would let the next run's fast path skip a dead node."""
+    spec = record['spec']
+    if not spec['health_url']:
+        return []
+    problems = ['%s is %s, not active' % (unit, state.get('active'))
+                for unit, state in sorted(record['state']['units'].items()) if state.get('active') != 'active']
+    status, reason = host.http_status(spec['health_url'], timeout)
+    if status != 200:
+        problems.append('%s answered %s' % (spec['health_url'], status if status is not None else reason))
+    return problems
+
+
 def path_drift(path, was, now):
     if was == now:
         return None

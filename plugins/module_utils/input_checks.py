@@ -47,18 +47,27 @@ BOOL_ALLOWED = 'a boolean (true/false, or one of %s as a string)' % ', '.join(BO
 # its value is never shown. Words, not substrings: max_new_tokens is a count.
 SECRET = re.compile(r'(^|_)(api_key|token|password|passwd|secret)(_|\Z)', re.IGNORECASE)
 SHOWN_MAX = 300
-_CREDENTIALS = re.compile(r'(?s)([A-Za-z][A-Za-z0-9+.-]*://)[^/\s]*@')
+# The credentials of a URL, from after its scheme:// to the last @ before the path: a password may
+# hold spaces or an @ (stopping at the first would show its tail), while a / ends the authority for
+# every tool the roles hand a URL to. A value that starts with user:password@ (a proxy written
+# without its scheme) is masked alike. The scheme, host and port stay: they say which URL it is.
+_CREDENTIALS = re.compile(r'([A-Za-z][A-Za-z0-9+.-]*://)[^/]*@|^[^\s/]*@')
 
 
 def is_secret(name):
     return bool(SECRET.search(str(name)))
 
 
+def mask_credentials(text):
+    """text with the credentials of its URLs replaced by ***: http://***@proxy:3128."""
+    return _CREDENTIALS.sub(lambda m: (m.group(1) or '') + '***@', text)
+
+
 def _masked(value):
     if isinstance(value, str):
-        return _CREDENTIALS.sub(lambda m: m.group(1) + '***@', value)
+        return mask_credentials(value)
     if isinstance(value, Mapping):
-        return dict((str(key), _masked(item)) for key, item in value.items())
+        return dict((mask_credentials(str(key)), _masked(item)) for key, item in value.items())
     if isinstance(value, (list, tuple)):
         return [_masked(item) for item in value]
     return value

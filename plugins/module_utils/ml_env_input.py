@@ -71,6 +71,7 @@ NAMES = (
     'ml_env_profiles',
     'ml_env_extra_packages',
     'ml_env_keep_releases',
+    'ml_env_rollback',
     'ml_env_command_timeout',
     'ml_env_root',
     'ml_env_path',
@@ -386,6 +387,19 @@ def check_keep_releases(values, probes):
     return check('ml_env_keep_releases', values, lambda v: is_int(v, 1), 'keep at least 1 release (the current one)')
 
 
+def check_rollback(values, probes):
+    """ml_env_rollback switches to the release `previous` names: there must be one, verified."""
+    if not is_bool(values['ml_env_rollback']) or not as_bool(values['ml_env_rollback']):
+        return []
+    found = _verdict(probes, 'previous')
+    stat = found.get('stat') if found else None
+    if not is_mapping(stat) or stat.get('exists'):
+        return []
+    return [problem('ml_env_rollback', values['ml_env_rollback'],
+                    'true only on a host with a verified previous release (%s/previous, set when a release replaced '
+                    'another); %s has none, so there is nothing to switch back to' % (values['ml_env_root'], _host(values)))]
+
+
 def check_command_timeout(values, probes):
     return check('ml_env_command_timeout', values, lambda v: is_int(v, 1), 'a whole number of seconds, at least 1')
 
@@ -515,6 +529,7 @@ CHECKS = (
     check_rule_verdicts,
     check_lock,
     check_keep_releases,
+    check_rollback,
     check_command_timeout,
     check_root,
     check_path,

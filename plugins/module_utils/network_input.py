@@ -5,8 +5,9 @@
 into an installer environment in one place for every role that downloads (README, "Proxy and CA");
 the filters of plugins/filter/network.py and the roles' input checks both use it.
 
-Proxy URLs may carry credentials: every message shows a value with everything up to its last @
-masked, and the environment is only ever passed to tasks with no_log or to modules that hide it.
+Proxy URLs may carry credentials: every message shows a value with its credentials masked (from
+after the scheme:// to the URL's last @; the scheme, host and port stay), and the environment is
+only ever passed to tasks with no_log or to modules that hide it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ import re
 PROXY_KEYS = ('http_proxy', 'https_proxy', 'no_proxy')
 URL = re.compile(r'^[A-Za-z][A-Za-z0-9+.-]*://[^\s]+\Z')
 CONTROL = re.compile(r'[\x00-\x1f\x7f]')
-CREDENTIALS = re.compile(r'(?s)^((?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?.*@')
+# A proxy's credentials: after each scheme:// (or from the start, for a URL written without one)
+# to the last @ before the next URL. Wider than input_checks' mask, which stops at a /: a proxy URL
+# has no path, so an @ after a / is still the password's (one written unencoded).
+_SCHEME = r'[A-Za-z][A-Za-z0-9+.-]*://'
+CREDENTIALS = re.compile(r'(?s)(^|%s)((?:(?!%s).)*)@' % (_SCHEME, _SCHEME))
 ABSOLUTE = re.compile(r'^/[^\x00-\x1f\x7f]*\Z')
 DOT_SEGMENT = re.compile(r'(^|/)\.\.?(/|$)')
 # The variables these two replaced, refused by name (their values may hold credentials).
@@ -31,8 +36,9 @@ RETIRED = {
 
 
 def masked(value):
-    """A value as a message may show it: credentials (up to the last @) replaced by ***."""
-    return CREDENTIALS.sub(lambda m: (m.group(1) or '') + '***@', str(value))
+    """A value as a message may show it: credentials replaced by ***, http://***@proxy:3128; the text
+    around the URL stays (https_proxy=http://***@proxy:3128, as `-e` may pass it)."""
+    return CREDENTIALS.sub(lambda m: m.group(1) + '***@', str(value))
 
 
 def _shown(proxy):

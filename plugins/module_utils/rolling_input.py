@@ -8,6 +8,10 @@ lets through: a string where a list belongs (the spec's list type splits it), re
 numbers out of range and a gateway the drain cannot use. The default file list is made of the
 server's paths, which the sglang_server role's checks (run before these) check.
 
+rolling_serial is no variable of the role but playbooks/rolling.yml's batch size (its play keyword
+serial, read from the extra vars): checked here, with the roll's input, so that a bad one stops the
+check play before any change instead of the roll's own play. Not set is fine (one node at a time).
+
 One probe: the gateway host's sglang_gateway_api_key (another host's variable, which validate.yml
 reads from hostvars; rendering all of hostvars here would render every host's variables), as
 probes['gateway_api_key'] (a string), absent when there is no gateway host in the inventory: then
@@ -20,6 +24,7 @@ import re
 
 from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import (
     DOT_SEGMENT,
+    MISSING,
     as_bool,
     check,
     is_absolute_path,
@@ -34,6 +39,11 @@ from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import (
 PLAIN_DIR = re.compile(r'^(/[A-Za-z0-9_.@+-]+)+\Z')
 # The gateway's worker API, which the drain goes through, refuses a shorter key (sglang_gateway_input.KEY_MIN).
 KEY_MIN = 16
+# serial's percentages: Ansible rounds a share down to a batch of at least one host, so 0% would
+# roll one node and 150% every node at once.
+PERCENT = re.compile(r'^([1-9][0-9]?|100)%\Z')
+SERIAL_ALLOWED = ('a batch size: a whole number of at least 1 such as 2, a percentage of the hosts from 1% to 100% such '
+                  'as "25%", or a list of those (one batch each, the last repeated); not set rolls one node at a time')
 NUMBERS = (
     ('rolling_drain_timeout', 1, 'whole seconds, at least 1'),
     ('rolling_gateway_healthy_timeout', 1, 'whole seconds, at least 1'),
@@ -50,7 +60,9 @@ NAMES = (
     'rolling_drain_timeout',
     'rolling_gateway_healthy_timeout',
     'rolling_gateway_min_in_rotation',
+    'rolling_serial',
     '__rolling_steps_all',
+    '__rolling_revision_file',
     'sglang_server_enable_metrics',
     'groups',
 )
@@ -74,7 +86,20 @@ def check_lists(values, probes):
     return (check('rolling_steps', values, is_list,
                   'a list of roles from %s (run in that order)' % ', '.join(values['__rolling_steps_all'] or []))
             + check('rolling_snapshot_files', values, lambda v: is_list(v) and all(is_absolute_path(one) for one in v),
-                    'a list of absolute file paths'))
+                    'a list of absolute file paths')
+            + check_revision_not_kept(values))
+
+
+def check_revision_not_kept(values):
+    """The server's revision file is the sglang_server module's: it names what runs now, and the
+    rollback compares it with the snapshot's revision to leave a server the roll never touched
+    running. Put back from the snapshot, it would name the old revision while the new one runs."""
+    files, revision = values['rolling_snapshot_files'], values['__rolling_revision_file']
+    if not is_list(files) or not is_string(revision) or revision not in files:
+        return []
+    return [problem('rolling_snapshot_files', files, 'files the rollback puts back, not the server\'s revision file %s '
+                    '(the sglang_server module keeps it: the rollback compares it with the revision of the snapshot)'
+                    % revision)]
 
 
 def check_gateway_host(values, probes):
@@ -109,4 +134,17 @@ def check_numbers(values, probes):
     return found
 
 
-CHECKS = (check_lists, check_hooks, check_state_dir, check_gateway_host, check_numbers)
+def _batch(value):
+    return is_int(value, 1) or (is_string(value) and bool(PERCENT.match(value)))
+
+
+# serial: 0 and negative numbers roll every host in one batch; a word ends the roll's play with
+# Python's int() error, once the check play has passed.
+def check_serial(values, probes):
+    if values['rolling_serial'] is MISSING:
+        return []
+    return check('rolling_serial', values, lambda v: _batch(v) or (is_list(v) and len(v) > 0 and all(map(_batch, v))),
+                 SERIAL_ALLOWED)
+
+
+CHECKS = (check_lists, check_hooks, check_state_dir, check_gateway_host, check_numbers, check_serial)

@@ -44,7 +44,7 @@ class _Worker:
             try:
                 self.result = self.fn(*args)
             except Exception as exc:  # pylint: disable=broad-except
-                self.result = (False, 'probe error: %s' % exc, False)
+                self.result = (False, 'probe error: %s' % exc, None)
             if self.done is not None:
                 self.done()
         self.thread = threading.Thread(target=body)
@@ -56,6 +56,11 @@ class _Worker:
             return None
         result, self.result, self.thread = self.result, None, None
         return result
+
+
+def _clip(line, size=300):
+    """One log line in a message: SGLang's ServerArgs line alone runs to thousands of characters."""
+    return line if len(line) <= size else line[:size] + ' [cut]'
 
 
 def _fmt(seconds):
@@ -150,7 +155,7 @@ class Gate:
                 return self._succeed()
             self.last_reason = reason
             if permanent:
-                return self._fail('misconfigured', reason)
+                return self._fail(permanent, reason)
             # The ready line arrived during that round: check again now, not after the backoff.
             self.next_probe_at = 0.0 if self.ready_line != self.probed_with_ready_line else self.clock() + PROBE_BACKOFF
         if not self.worker.busy() and self.clock() >= self.next_probe_at:
@@ -185,7 +190,7 @@ class Gate:
         if verdict:
             cause, fix = verdict['cause'], verdict['fix']
             detail = ' (%s)' % ', '.join('%s %s' % kv for kv in sorted(verdict['detail'].items())) if verdict['detail'] else ''
-            msg = '%s: %s%s. Log line: %s' % (where, verdict['summary'], detail, verdict['line'])
+            msg = '%s: %s%s. Log line: %s' % (where, verdict['summary'], detail, _clip(verdict['line']))
         else:
             cause, fix = _OTHER_CAUSES.get(kind, _OTHER_CAUSES['unknown'])
             msg = where
@@ -205,6 +210,9 @@ _OTHER_CAUSES = {
                            'stall_timeout only if loading is just slow and silent'),
     'timeout': ('timeout', 'read the log tail; raise timeout only if this model needs longer to load '
                            '(SGLang allows 3000 s on Blackwell)'),
-    'misconfigured': ('served_model_name', 'make --served-model-name and the expected name agree'),
+    'served_model_name': ('served_model_name', 'make --served-model-name and the expected name agree'),
+    'no_tokens': ('no_tokens', 'the model answers but generates nothing: check that the model path holds a complete '
+                               'checkpoint and its generation config (an EOS at once, max_new_tokens 0); try the '
+                               'prompt by hand with POST /generate'),
     'unknown': ('unknown', 'no known signature matched: read the log tail'),
 }

@@ -28,12 +28,37 @@ import math
 import re
 import time
 
+from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import shown
+
 RUNNING = 'sglang:num_running_reqs'
 QUEUED = 'sglang:num_queue_reqs'
 # 409 answers of POST /workers name the worker's ID in their message.
 _ID_IN_MESSAGE = re.compile(r'with ID ([0-9a-fA-F-]{36})')
 _SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(\{.*\})?\s+(\S+)(\s+\S+)?\s*$')
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
+
+
+# A worker as the gateway routes to it: scheme, host and port, nothing else. The URL goes into smg's
+# argv and its worker records as written, so a space, a ; or a path would name a worker other than
+# the node's server (or none); and without a port it is port 80, where no SGLang server listens.
+WORKER_URL = re.compile(r'^https?://([A-Za-z0-9_][A-Za-z0-9_.-]*|\[[0-9A-Fa-f:.]+\]):([0-9]{1,5})/?\Z')
+WORKER_URL_ALLOWED = ('http://host:port or https://host:port: a host name or IPv4 address (letters, digits and . _ -) '
+                      'or an IPv6 address in brackets, a port from 1 to 65535 and no path (a trailing / at most), '
+                      'such as http://10.0.0.11:30000')
+
+
+def is_worker_url(url):
+    """Whether url is a worker URL the gateway can route to: WORKER_URL, its port from 1 to 65535."""
+    found = WORKER_URL.match(url) if isinstance(url, str) else None
+    return bool(found) and 1 <= int(found.group(2)) <= 65535
+
+
+def worker_url_problem(url, name='worker_url'):
+    """None when url (surrounding blanks and trailing slashes aside, as normalise_url drops them) is a worker URL,
+    else the message: the name, the URL as given (JSON, credentials masked) and what is allowed."""
+    if isinstance(url, str) and is_worker_url(normalise_url(url)):
+        return None
+    return '%s must be %s (got %s)' % (name, WORKER_URL_ALLOWED, shown(url))
 
 
 class GatewayError(Exception):
@@ -258,6 +283,7 @@ class WorkerState:
                  min_in_rotation=1, poll_interval=1.0, check_mode=False, clock=time.monotonic, sleep=time.sleep):
         self.gateway = gateway
         self.metrics = metrics
+        self.given_url = worker_url
         self.url = normalise_url(worker_url)
         self.worker_api_key = worker_api_key
         self.drain_timeout = drain_timeout
@@ -300,7 +326,11 @@ class WorkerState:
         self.started = self.clock()
         self.result = {'changed': False, 'worker': None, 'in_rotation': False, 'registered': False,
                        'healthy_workers': None, 'in_flight': None, 'waited': 0.0, 'msg': ''}
-        failure = None
+        # Before any request: a URL that is no worker's would be registered or looked for as written.
+        failure = worker_url_problem(self.given_url)
+        if failure:
+            self.result['msg'] = failure
+            return self.result, failure
         try:
             self.result['msg'] = getattr(self, state)()
         except GatewayError as exc:

@@ -20,8 +20,13 @@ import time
 from ansible_collections.inferops.gpu.plugins.module_utils import procfs
 
 _SHOW_PROPERTIES = ('MainPID', 'ActiveState', 'SubState', 'Result', 'ExecMainCode', 'ExecMainStatus',
-                    'ControlGroup', 'InvocationID', 'NRestarts', 'LoadState')
+                    'ControlGroup', 'InvocationID', 'NRestarts', 'LoadState', 'ActiveEnterTimestampMonotonic')
 _SIGNAL_NAMES = dict((getattr(signal, n), n) for n in dir(signal) if n.startswith('SIG') and not n.startswith('SIG_'))
+
+
+def invocation_key(props):
+    """A unit's run from `systemctl show` properties; the same key sglang_liveness.py uses."""
+    return props.get('InvocationID') or 'active-since:%s' % props.get('ActiveEnterTimestampMonotonic', '')
 
 
 class LaunchError(Exception):
@@ -142,6 +147,11 @@ class ProcessManager:
         if entry is None or entry.starttime != starttime:
             return None
         return pid
+
+    def identity(self):
+        """Which run of the server this is ('pid:PID:STARTTIME'), or None when none runs."""
+        pid, starttime = self._recorded()
+        return 'pid:%d:%d' % (pid, starttime) if self.main_pid() else None
 
     def pids(self):
         """The leader's group and descendants, and the group's orphans after the leader died."""
@@ -290,7 +300,19 @@ class SystemdManager:
         main = int(props.get('MainPID') or 0)
         return main if main and props.get('ActiveState') in ('active', 'activating', 'reloading') else None
 
+    def identity(self):
+        """Which run of the unit this is: its InvocationID, as sglang_liveness keys its count (systemd
+        older than 232 has none: the time it became active tells one run from the next as well)."""
+        props = self.show()
+        if props.get('ActiveState') not in ('active', 'activating', 'reloading') or not int(props.get('MainPID') or 0):
+            return None
+        return invocation_key(props)
+
     def start(self):
+        # After a crash the unit waits out RestartSec in auto-restart, and a start job would wait with
+        # it: a stop cancels that restart, so the start below runs at once.
+        if self.show().get('SubState') == 'auto-restart':
+            self.run(['systemctl', 'stop', self.unit])
         self.run(['systemctl', 'reset-failed', self.unit])  # a start limit hit by an earlier failure
         rc, out, err = self.run(['systemctl', 'start', self.unit])
         props = self.show()

@@ -10,12 +10,20 @@ file (installed by the sglang_server role as a script; standard library only, no
 interval: one probe per run, the count of failures in a row kept in a JSON state file under
 /run/inferops (tmpfs: a reboot forgets it, as it should).
 
-Failures count only after the server was ready at least once in this invocation of the unit (its
-InvocationID): a start takes minutes of 503s that are no hang, and the role's health gate already
-judges a start. A unit that is not active is not probed and its count is reset.
+Failures count only once this invocation of the unit (its InvocationID) was ready: a start takes
+minutes of 503s that are no hang, and the role's health gate judges a start. Ready means the gate
+passed this invocation (the sglang_server module's record, --ready-file, names it), or, for a start
+the gate did not watch (a restart by systemd or by this script), this script's own probe once saw
+200. So a hang right after the gate's pass, before this script's first probe, is counted too. A
+unit that is not active is not probed and its count is reset.
+
+The probe's timeout must cover SGLang's own health check (/health_generate answers 503 after
+SGLANG_HEALTH_CHECK_TIMEOUT, 20 s, when the scheduler does not answer): a slower answer is a busy
+server, not a hang, so the role's default is the gate's 25 s.
 
     sglang-liveness --unit sglang-server.service --url http://127.0.0.1:30000/health_generate \\
-        --failures 3 --timeout 5 [--state-dir /run/inferops] [--grace 0] [--command-timeout 30]
+        --failures 3 --timeout 25 [--ready-file /var/log/sglang/ready.json] [--state-dir /run/inferops] \\
+        [--grace 0] [--command-timeout 30]
 
 The transport, the clock, systemctl and the log are injected (Liveness), so the state machine is
 tested without a server or systemd.
@@ -74,6 +82,23 @@ def http_probe(url, timeout):
 
 def _number(value):
     return ('%g' % value) if isinstance(value, float) else str(value)
+
+
+def invocation_key(props):
+    """Which run of the unit this is; the sglang_server module names the run that passed its gate the same way."""
+    return props.get('InvocationID') or 'active-since:%s' % props.get('ActiveEnterTimestampMonotonic', '')
+
+
+def read_ready(path):
+    """The identity the health gate's last pass recorded (the module's ready.json), or ''."""
+    if not path:
+        return ''
+    try:
+        with open(path) as handle:
+            record = json.load(handle)
+    except (OSError, ValueError):
+        return ''
+    return str(record.get('identity') or '') if isinstance(record, dict) else ''
 
 
 def run_command(argv, timeout):
@@ -160,7 +185,7 @@ class Liveness:
     """
 
     def __init__(self, unit, url, failures, timeout, show, probe, restart, load, save, log,
-                 clock=time.monotonic, grace=0.0, warn=None):
+                 clock=time.monotonic, grace=0.0, warn=None, gate_passed=lambda: ''):
         self.unit = unit
         self.url = url
         self.failures = failures
@@ -175,9 +200,11 @@ class Liveness:
         # Failed probes and restarts: what an operator looks for (a warning in the journal).
         self.warn = warn or log
         self.clock = clock
+        # () -> the identity of the run the health gate last passed ('' for none).
+        self.gate_passed = gate_passed
 
     def run(self):
-        """What this run did: inactive, starting, ready, ok, not_ready, failed or restarted."""
+        """What this run did: inactive, starting, armed, ready, ok, not_ready, failed or restarted."""
         props = self.show(self.unit)
         if props.get('ActiveState') != 'active':
             self.save({})
@@ -188,19 +215,25 @@ class Liveness:
             entered = 0.0
         # systemd older than 232 has no InvocationID: the time the unit became active tells
         # one invocation from the next as well.
-        key = props.get('InvocationID') or 'active-since:%s' % props.get('ActiveEnterTimestampMonotonic', '')
+        key = invocation_key(props)
         state = self.load()
         if state.get('invocation') != key:
             state = {'invocation': key, 'ready_seen': False, 'failures': 0}
+        armed_now = False
+        if not state.get('ready_seen') and self.gate_passed() == key:
+            # The gate's pass arms the count: a hang before this script's first probe is a hang too.
+            state['ready_seen'] = armed_now = True
+            self.log('%s%s passed its health gate (invocation %s): armed, it is restarted after %d failed '
+                     '/health_generate probes in a row' % (PREFIX, self.unit, key, self.failures))
         if not entered or self.clock() - entered < self.grace:
             self.save(state)
-            return 'starting'
+            return 'armed' if armed_now else 'starting'
         ok, cause = self.probe(self.url, self.timeout)
         if ok:
             outcome = 'ok' if state.get('ready_seen') else 'ready'
             if outcome == 'ready':
-                self.log('%s%s is ready (invocation %s): restarting it after %d failed /health_generate probes in a row'
-                         % (PREFIX, self.unit, key, self.failures))
+                self.log('%s%s answered 200 (invocation %s): armed, it is restarted after %d failed '
+                         '/health_generate probes in a row' % (PREFIX, self.unit, key, self.failures))
             elif state.get('failures'):
                 self.log('%sprobe answered 200 after %d failure(s): count reset' % (PREFIX, state['failures']))
             state.update(ready_seen=True, failures=0, last_cause='')
@@ -235,6 +268,8 @@ def parse_args(argv):
     parser.add_argument('--failures', type=int, default=3, help='failed probes in a row before a restart')
     parser.add_argument('--timeout', type=float, default=5.0, help='seconds one probe may take')
     parser.add_argument('--state-dir', default=STATE_DIR, help='where the JSON state file lives')
+    parser.add_argument('--ready-file', default='', help="the sglang_server module's record of the run that passed "
+                                                         'its health gate (ready.json): that run counts from the pass on')
     parser.add_argument('--grace', type=float, default=0.0, help='seconds after the unit became active without probing')
     parser.add_argument('--journal', action='store_true', help='prefix lines with syslog priorities (notice, warning)')
     parser.add_argument('--command-timeout', type=float, default=30.0, help='seconds each systemctl call may take')
@@ -268,7 +303,7 @@ def main(argv=None, out=None):
         probe=http_probe,
         restart=lambda unit: systemctl_restart(unit, args.command_timeout),
         load=lambda: load_state(path), save=lambda state: save_state(path, state), log=log, grace=args.grace,
-        warn=warn)
+        warn=warn, gate_passed=lambda: read_ready(args.ready_file))
     try:
         liveness.run()
     except (CommandFailed, OSError) as exc:

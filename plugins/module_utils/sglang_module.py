@@ -18,7 +18,7 @@ from ansible_collections.inferops.gpu.plugins.module_utils.sglang_launch import 
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_ops import Operations
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_probe import Probe, check_ready
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_watch import (
-    READY_LINE, LogFollower, ProgressFile, last_start_offset,
+    READY_LINE, LogFollower, ProgressFile, find_last_start, last_start_offset,
 )
 
 
@@ -44,8 +44,13 @@ def http(method, url, headers, body, timeout):
 
 
 def ready_line_since_last_start(path):
-    """Whether the last start recorded in the log reached the ready line."""
-    offset = last_start_offset(path)
+    """Whether the last start recorded in the log reached the ready line: True, False, or None when
+    the log holds no start at all (rotated since, or a log level that prints neither line): then the
+    log cannot tell, and the HTTP contract alone decides (/health_generate answers 503 until the
+    warmup passed)."""
+    offset = find_last_start(path)
+    if offset is None:
+        return None
     try:
         with open(path, 'rb') as handle:
             handle.seek(offset)
@@ -53,7 +58,7 @@ def ready_line_since_last_start(path):
                 if READY_LINE.encode() in line:
                     return True
     except (IOError, OSError):
-        pass
+        return None
     return False
 
 
@@ -90,24 +95,31 @@ def build_operations(module, params, run):
         return Probe(http, params['host'], params['port'], api_key=params['api_key'],
                      health_timeout=params['health_timeout'], max_tokens=params['generate_max_tokens'])
 
-    def gate(attach):
+    def ready_line_seen(served):
+        """The ready line as the gate counts it for a running server: this run passed the gate before
+        (served), or its log says so, or the log cannot tell (None) and HTTP decides."""
+        return served or ready_line_since_last_start(params['log_path']) is not False
+
+    def gate(attach, served=False):
         # A fresh start is read from the current end of the log; a running one from its last start line.
         offset = last_start_offset(params['log_path']) if attach else None
         log = LogFollower(params['log_path'], offset=offset, tail_lines=params['log_tail_lines'], secrets=secrets)
         if attach:
             manager.attach()
-        return Gate(manager, log, new_probe(), ProgressFile(paths['progress_path'], revision=params.get('revision')), params['host'], params['port'],
+        progress = ProgressFile(paths['progress_path'], revision=(params.get('revision') or '').strip() or None)
+        return Gate(manager, log, new_probe(), progress, params['host'], params['port'],
                     timeout=params['timeout'], stall_timeout=params['stall_timeout'],
                     poll_interval=params['poll_interval'], skip_warmup=params['skip_warmup'],
-                    expected_name=params['served_model_name'], do_probe=params['probe'])
+                    expected_name=params['served_model_name'], do_probe=params['probe'],
+                    ready_line_seen=attach and ready_line_seen(served))
 
-    def health():
+    def health(served=False):
         probe = new_probe()
+        seen = ready_line_seen(served)
         if not params['probe']:
-            seen = params['skip_warmup'] or ready_line_since_last_start(params['log_path'])
+            seen = params['skip_warmup'] or seen
             return seen, None if seen else 'the log has no ready line since the last start', probe
-        ready, reason, dummy = check_ready(probe, lambda s: s, ready_line_since_last_start(params['log_path']),
-                                           params['skip_warmup'], params['served_model_name'])
+        ready, reason, dummy = check_ready(probe, lambda s: s, seen, params['skip_warmup'], params['served_model_name'])
         return ready, reason, probe
 
     ops = Operations(manager, gate, health, gpu_processes_reader(module, run), run_dir,

@@ -6,10 +6,17 @@
 `started` leaves a healthy server of the same revision alone; a different revision (unit, args,
 environment or release changed) or a dead server means a (re)start through the health gate. A
 start that fails is stopped again, whole tree, so nothing half-started keeps GPU memory.
+
+Two files in run_dir say what serves: `revision`, the revision of the last start that passed the
+gate (removed by a stop: a server the operator stopped is not one to bring back), and `ready.json`,
+which run of the server passed it (the manager's identity: the unit's InvocationID, or the PID and
+its start time). A running server that passed the gate is ready by that record, whatever a rotated
+log still holds; the liveness timer reads the same record to count failures from the gate's pass on.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -32,14 +39,42 @@ def read_text(path):
 
 
 def write_text(path, text):
+    """`text` and one newline, replaced in one rename; nothing is written when the file holds that already."""
+    data = text + '\n'
+    try:
+        with open(path) as handle:
+            if handle.read() == data:
+                return False
+    except (IOError, OSError):
+        pass
     tmp = '%s.tmp' % path
     with open(tmp, 'w') as handle:
-        handle.write(text + '\n')
+        handle.write(data)
     os.rename(tmp, path)
+    return True
+
+
+def remove(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        return False
+    return True
+
+
+def read_ready(path):
+    """The record of the run that last passed the gate ({} when none or unreadable)."""
+    try:
+        with open(path) as handle:
+            record = json.load(handle)
+    except (IOError, OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 class Operations:
-    """manager: sglang_launch manager; gate(attach) -> Gate; health() -> (ready, reason, probe);
+    """manager: sglang_launch manager; gate(attach, served) -> Gate; health(served) -> (ready, reason, probe),
+    where served says that this run of the server passed the gate before (ready.json);
     gpu_processes() -> [{'pid', 'gpu_index', 'used_memory_mib'}] or None when no GPU can be queried."""
 
     def __init__(self, manager, gate, health, gpu_processes, run_dir, check_mode=False, revision=None,
@@ -49,8 +84,10 @@ class Operations:
         self.health = health
         self.gpu_processes = gpu_processes
         self.revision_path = os.path.join(run_dir, 'revision')
+        self.ready_path = os.path.join(run_dir, 'ready.json')
         self.check_mode = check_mode
-        self.revision = revision
+        # A revision read back from a file may end in its newline: the same revision all the same.
+        self.revision = revision.strip() if revision is not None else None
         self.stop_timeout = stop_timeout
         self.gpu_release_timeout = gpu_release_timeout
         self.clock = clock
@@ -61,13 +98,15 @@ class Operations:
         main = self.manager.main_pid()
         recorded = read_text(self.revision_path)
         if main and (self.revision is None or recorded == self.revision):
-            ready, reason, probe = self.health()
+            served = self._served()
+            ready, reason, probe = self.health(served)
             if ready:
+                self._record_ready()
                 return self._healthy_result(probe, action='none', changed=False)
             if self.check_mode:
                 return dict(changed=False, action='none', ready=False, reason=reason, pids=self.manager.pids())
             # Running but not serving yet (a boot-time start still loading): wait for it, do not restart it.
-            return self._gated(attach=True, action='none', changed=False)
+            return self._gated(attach=True, action='none', changed=False, served=served)
         return self._start(action='restart' if main else 'start', recorded=recorded)
 
     def restarted(self):
@@ -75,20 +114,27 @@ class Operations:
         return self._start(action='restart' if main else 'start', recorded=read_text(self.revision_path))
 
     def stopped(self):
+        """Stop the server and forget its revision: a rollback must not start what the operator stopped."""
         pids = self.manager.pids()
+        recorded = os.path.exists(self.revision_path)
         if not pids:
-            return dict(changed=False, action='none', ready=False, pids=[])
+            if not self.check_mode:
+                remove(self.revision_path)
+                remove(self.ready_path)
+            return dict(changed=recorded, action='none', ready=False, pids=[], revision_removed=recorded)
         if self.check_mode:
-            return dict(changed=True, action='stop', ready=False, pids=pids)
+            return dict(changed=True, action='stop', ready=False, pids=pids, revision_removed=recorded)
         result = self._stop()
-        result.update(changed=True, action='stop', ready=False)
+        remove(self.revision_path)
+        remove(self.ready_path)
+        result.update(changed=True, action='stop', ready=False, revision_removed=recorded)
         return result
 
     def healthy(self):
         if not self.manager.main_pid():
             raise OperationFailed('the server is not running', ready=False, cause='not_running', phase='stopped',
                                   pids=self.manager.pids())
-        ready, reason, probe = self.health()
+        ready, reason, probe = self.health(self._served())
         if not ready:
             raise OperationFailed('the server runs but is not ready: %s' % reason, ready=False, cause='not_ready',
                                   pids=self.manager.pids())
@@ -111,8 +157,24 @@ class Operations:
             write_text(self.revision_path, self.revision)
         return result
 
-    def _gated(self, attach, action, changed):
-        gate = self.gate(attach)
+    def _served(self):
+        """Whether the run of the server now is the one that last passed the gate."""
+        identity = self.manager.identity()
+        return bool(identity) and read_ready(self.ready_path).get('identity') == identity
+
+    def _record_ready(self):
+        """Name the run that passed the gate (after every pass: a boot-time start has no record yet)."""
+        if self.check_mode:
+            return
+        identity = self.manager.identity()
+        if not identity:
+            return
+        record = json.dumps({'identity': identity, 'pid': self.manager.main_pid(), 'revision': self.revision},
+                            sort_keys=True)
+        write_text(self.ready_path, record)
+
+    def _gated(self, attach, action, changed, served=False):
+        gate = self.gate(attach, served)
         if not attach:
             try:
                 self.manager.start()
@@ -123,6 +185,7 @@ class Operations:
         result.update(action=action, pids=self.manager.pids())
         if not result['ready']:
             raise OperationFailed(result.pop('msg'), **result)
+        self._record_ready()
         result['changed'] = changed
         return result
 

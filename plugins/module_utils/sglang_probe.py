@@ -58,7 +58,8 @@ def _short(text, size=200):
 
 
 class Probe:
-    """One readiness round. Each step returns None when it passed, else why it did not."""
+    """One readiness round. Each step returns None when it passed, else why it did not; `permanent`
+    names the cause when the answer can never change by waiting (see check_ready)."""
 
     def __init__(self, http, host, port, api_key=None, health_timeout=25.0, max_tokens=8):
         self.http = http
@@ -70,6 +71,7 @@ class Probe:
         self.sample = None
         self.served_model_name = None
         self.model_info = None
+        self.permanent = None
 
     def _headers(self):
         headers = {'Content-Type': 'application/json'}
@@ -101,7 +103,9 @@ class Probe:
         meta = data.get('meta_info', {}) if isinstance(data, dict) else {}
         tokens = meta.get('completion_tokens') if isinstance(meta, dict) else None
         if not isinstance(tokens, int) or tokens < 1:
-            return 'POST /generate returned no completion token: %s' % _short(text, 120)
+            # A 200 is the scheduler's finished answer, not a warmup: asking again gets the same.
+            self.permanent = 'no_tokens'
+            return 'POST /generate answered 200 with no completion token: %s' % _short(text, 120)
         self.sample = {'prompt': PROMPT, 'text': _short(data.get('text', ''), 200), 'completion_tokens': tokens}
         return None
 
@@ -127,19 +131,21 @@ class Probe:
 def check_ready(probe, clamp, ready_line_seen, skip_warmup, expected_name=None):
     """Run the contract in order; returns (ready, reason, permanent).
 
-    permanent: the server answers but can never satisfy the contract as configured (a different
-    served model name), so waiting longer is pointless.
+    permanent: None, or the cause when the server answers but can never satisfy the contract as
+    configured, so waiting longer is pointless: `served_model_name` (another name) or `no_tokens`
+    (a finished generation with no token).
     """
+    probe.permanent = None
     reason = probe.health(clamp)
     if reason:
-        return False, reason, False
+        return False, reason, None
     if not skip_warmup and not ready_line_seen:
-        return False, "/health_generate is 200 but the log has no '%s' yet" % 'The server is fired up and ready to roll!', False
+        return False, "/health_generate is 200 but the log has no '%s' yet" % 'The server is fired up and ready to roll!', None
     reason = probe.generate(clamp)
     if reason:
-        return False, reason, False
+        return False, reason, probe.permanent
     reason = probe.models(clamp, expected_name)
     if reason:
-        return False, reason, bool(probe.served_model_name)
+        return False, reason, 'served_model_name' if probe.served_model_name else None
     probe.info(clamp)
-    return True, None, False
+    return True, None, None

@@ -108,6 +108,7 @@ NAMES = (
     'sglang_server_throughput_ratio',
     'sglang_server_extra_environment',
     '__sglang_server_read_options',
+    'inventory_hostname',
 ) + PATHS + tuple(name for name, _minimum in NUMBERS) + SECRETS + ARGS
 
 
@@ -125,7 +126,8 @@ check_os_family = os_family_check('sglang_server')
 
 def check_model_path(values, probes):
     return check('sglang_server_model_path', values, lambda v: is_absolute_path(v) or bool(HUB_ID.match(v)),
-                 'the absolute path of the model directory or a Hugging Face repo id such as org/name')
+                 'the absolute path of the model directory or a Hugging Face repo id such as org/name (a path on one '
+                 'line, with no . or .. segments)')
 
 
 def check_host(values, probes):
@@ -143,16 +145,26 @@ def check_served_model_name(values, probes):
                  "empty (the model path) or a name on one line without ':' (SGLang reads name:adapter), not starting with -")
 
 
-def check_accounts(values, probes):
-    return (check('sglang_server_user', values, lambda v: bool(ACCOUNT.match(v)) and v != 'root',
+def account_checks(values, user, group):
+    """A service account and its group (the server's and the gateway's): plain names, never root."""
+    return (check(user, values, lambda v: bool(ACCOUNT.match(v)) and v != 'root',
                   'a system account name (lower case letters, digits, _ -, at most 32) other than root')
-            + check('sglang_server_group', values, lambda v: bool(ACCOUNT.match(v)) and v != 'root',
+            + check(group, values, lambda v: bool(ACCOUNT.match(v)) and v != 'root',
                     'a group name (lower case letters, digits, _ -, at most 32) other than root'))
 
 
+def unit_name_check(values, name, example):
+    """A unit name the role appends .service to."""
+    return check(name, values, lambda v: bool(UNIT.match(v)) and not v.endswith('.service'),
+                 'a plain unit name without .service (letters, digits, _ . -, at most 200), such as %s' % example)
+
+
+def check_accounts(values, probes):
+    return account_checks(values, 'sglang_server_user', 'sglang_server_group')
+
+
 def check_unit_name(values, probes):
-    return check('sglang_server_unit_name', values, lambda v: bool(UNIT.match(v)) and not v.endswith('.service'),
-                 'a plain unit name without .service (letters, digits, _ . -, at most 200), such as sglang-server')
+    return unit_name_check(values, 'sglang_server_unit_name', 'sglang-server')
 
 
 def check_paths(values, probes):
@@ -179,6 +191,16 @@ def check_numbers(values, probes):
             # Counts and seconds, never secrets (max_new_tokens holds "token").
             found.append(problem(name, value, 'an integer of at least %d' % minimum, secret=False))
     return found
+
+
+def check_stall_timeout(values, probes):
+    # The stall limit only fires within the whole start's: a larger one never would. A number that
+    # is no integer is check_numbers' to name.
+    stall, overall = values.get('sglang_server_stall_timeout', MISSING), values.get('sglang_server_timeout', MISSING)
+    if not (is_int(stall, 1) and is_int(overall, 1)) or int(stall) <= int(overall):
+        return []
+    return [problem('sglang_server_stall_timeout', stall, 'at most sglang_server_timeout (%s), the limit of the whole '
+                    'start: a longer stall limit would never fire' % shown(overall), secret=False)]
 
 
 def check_log_rotate_size(values, probes):
@@ -277,11 +299,12 @@ def check_args(values, probes):
     return found
 
 
-def check_read_values(values, probes):
-    """The values the preflight and the probe read from the args (the last one given counts) must be numbers."""
+def _read_values(values):
+    """({key: (position, variable, word, option, value)} of the options the role reads from the args (the
+    last one given counts), the args as (variable, word)); None when the option table is unusable."""
     options = values['__sglang_server_read_options'] or {}
     if not is_mapping(options):
-        return []
+        return None, []
     given = words(values)
     read, want = {}, None
     for position, (where, word) in enumerate(given):
@@ -293,6 +316,38 @@ def check_read_values(values, probes):
             want = (word, options[word])
         elif '=' in word and option in options:
             read[options[option]] = (position, where, word, option, word.split('=', 1)[1])
+    return read, given
+
+
+def check_gpu_count(values, probes):
+    """tp x pp against the GPUs the host has (probe `gpus`: gpu_info's result, read by the check play's
+    validate_gpus entry point only). A host where gpu_info finds no GPU at all is the preflight's to name,
+    with the driver; bad --tp/--pp values are check_read_values'."""
+    gpus = probes.get('gpus')
+    if not is_mapping(gpus) or gpus.get('skipped') or not is_int(gpus.get('count'), 1):
+        return []
+    read, dummy = _read_values(values)
+    if read is None:
+        return []
+    sizes = dict((key, read[key][4] if key in read else '1') for key in ('tp', 'pp'))
+    if not all(is_int(value, 1) for value in sizes.values()):
+        return []
+    tp, pp, count = int(sizes['tp']), int(sizes['pp']), int(gpus['count'])
+    if tp * pp <= count:
+        return []
+    where = (read['tp'] if 'tp' in read else read['pp'])[1].split('[', 1)[0]
+    host = values.get('inventory_hostname') or 'the host'
+    return [problem(where, values[where], 'a tensor x pipeline parallel size the host has GPUs for: --tp %d x --pp %d = %d '
+                    'GPUs, %s has %d (gpu_info); lower --tp/--pp, or list gpu_count in sglang_server_preflight_ignore '
+                    'where the GPUs are not visible yet' % (tp, pp, tp * pp, host, count))]
+
+
+def check_read_values(values, probes):
+    """The values the preflight and the probe read from the args (the last one given counts) must be numbers."""
+    read, given = _read_values(values)
+    if read is None:
+        return []
+    options = values['__sglang_server_read_options']
     found = []
     if given and given[-1][1] in options:
         where, word = given[-1]
@@ -308,6 +363,7 @@ def check_read_values(values, probes):
 
 CHECKS = (
     check_os_family, check_model_path, check_host, check_port, check_served_model_name, check_accounts, check_unit_name,
-    check_paths, check_toolkit_version, check_numbers, check_log_rotate_size, check_protect_home, check_preflight_ignore,
-    check_throughput, check_secrets, check_extra_environment, check_args, check_read_values,
+    check_paths, check_toolkit_version, check_numbers, check_stall_timeout, check_log_rotate_size, check_protect_home,
+    check_preflight_ignore, check_throughput, check_secrets, check_extra_environment, check_args, check_read_values,
+    check_gpu_count,
 )

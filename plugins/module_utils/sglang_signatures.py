@@ -72,7 +72,8 @@ SIGNATURES = (
     },
     {
         'cause': 'port_in_use',
-        'patterns': [r'address already in use'],
+        # "[Errno 98] Address already in use" (uvicorn), "address already in use" (asyncio's bind error).
+        'patterns': [r'(?i)address already in use'],
         'summary': 'the HTTP port is taken by another process',
         'fix': 'free the port (ss -ltnp names the holder) or choose another one (sglang_server_port)',
     },

@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import time
 
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_signatures import redact, strip_ansi
@@ -19,6 +20,10 @@ from ansible_collections.inferops.gpu.plugins.module_utils.sglang_signatures imp
 READY_LINE = 'The server is fired up and ready to roll!'
 # First line of every start (the parsed arguments); a log holds many starts, the last one counts.
 START_MARKER = 'server_args=ServerArgs('
+
+# uvicorn's access lines of the readiness probe's own requests (one a second while the gate waits):
+# kept out of the tail shown on failure, where they would push out the server's own last lines.
+OWN_REQUEST = re.compile(r'"(?:GET|POST) /(?:health_generate|health|generate|v1/models|model_info) HTTP/[0-9.]+" [0-9]{3}\b')
 
 # Phases in the order a start reaches them; `phase_of` only moves forward.
 PHASES = ('starting', 'process_up', 'loading', 'port_open', 'warmup', 'ready')
@@ -68,10 +73,16 @@ class StallTimer:
 
 def last_start_offset(path, marker=START_MARKER, chunk=1 << 20):
     """Byte offset of the line holding the last `marker` in the file (0 when absent or unreadable)."""
+    found = find_last_start(path, marker, chunk)
+    return found if found is not None else 0
+
+
+def find_last_start(path, marker=START_MARKER, chunk=1 << 20):
+    """Byte offset of the line holding the last `marker` in the file; None when absent or unreadable."""
     try:
         handle = open(path, 'rb')
     except (IOError, OSError):
-        return 0
+        return None
     needle = marker.encode()
     with handle:
         handle.seek(0, os.SEEK_END)
@@ -88,7 +99,7 @@ def last_start_offset(path, marker=START_MARKER, chunk=1 << 20):
             if found >= 0:
                 return _line_start(handle, pos + found, chunk)
             tail = data[:len(needle)]
-    return 0
+    return None
 
 
 def _line_start(handle, offset, chunk):
@@ -105,7 +116,8 @@ def _line_start(handle, offset, chunk):
 
 
 class LogFollower:
-    """New complete lines of a log file since the last read, ANSI-stripped.
+    """New complete lines of a log file since the last read, ANSI-stripped; `tail` keeps the server's
+    own last lines (not the access lines of the probe's requests).
 
     A file that shrank (copytruncate rotation) or was replaced (new inode) is read from its start.
     """
@@ -152,7 +164,7 @@ class LogFollower:
         lines = [redact(strip_ansi(p.decode('utf-8', 'replace').split('\r')[-1]).rstrip(), self.secrets)
                  for p in pieces]
         lines = [line for line in lines if line.strip()]
-        self.tail.extend(lines)
+        self.tail.extend(line for line in lines if not OWN_REQUEST.search(line))
         return lines
 
     @property

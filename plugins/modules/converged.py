@@ -68,7 +68,10 @@ options:
     elements: path
     default: []
   health_url:
-    description: With O(state=recorded), a URL that must answer 200 (the server's C(/health)); empty checks none.
+    description:
+      - With O(state=recorded), a URL that must answer 200 (the server's C(/health)); empty checks none.
+      - Given, it must answer 200 and every unit of O(units) must be active when the record is written, or nothing
+        is recorded and the task fails (a server that crashed after its gate is no converge).
     type: str
     default: ''
   digests:
@@ -246,6 +249,10 @@ def main():
                 module.fail_json(msg='; '.join(problems))
             record = converged.build_record(host, params['digest'], params, params['digests'], params['owners'],
                                             params['facts'])
+            unfit = converged.not_serving(host, record, params['timeout'])
+            if unfit:
+                module.fail_json(msg='not recorded as converged, the node does not serve: %s' % '; '.join(unfit),
+                                 problems=unfit)
             result['changed'] = converged.record_changes(host, params['path'], record)
             if result['changed'] and not module.check_mode:
                 directory = os.path.dirname(params['path'])

@@ -42,7 +42,10 @@ options:
     description: A file on the managed host that holds the control-plane API key (surrounding blanks are ignored).
     type: path
   worker_url:
-    description: The node's URL as the gateway routes to it, for example V(http://10.0.0.11:30000).
+    description:
+      - The node's URL as the gateway routes to it, for example V(http://10.0.0.11:30000).
+      - C(http://host:port) or C(https://host:port) and nothing else (a trailing C(/) at most); the host a name or an
+        IPv4 address, or an IPv6 address in brackets. Any other value fails before any request.
     type: str
     required: true
   worker_api_key:
@@ -165,11 +168,19 @@ waited:
   sample: 11.4
 """
 
+import re
+
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import shown
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_gateway import (
-    Gateway, NodeMetrics, WorkerState, normalise_url,
+    Gateway, NodeMetrics, WorkerState, normalise_url, worker_url_problem,
 )
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_module import http
+
+
+# The gateway's and the node's metrics URLs may have a path (a gateway behind a proxy); a space or a
+# control character makes no URL of them.
+URL = re.compile(r'^https?://[^\x00-\x20\x7f/]+[^\x00-\x20\x7f]*\Z')
 
 
 def read_key(path):
@@ -200,9 +211,11 @@ def main():
     params = module.params
     empty = {'changed': False, 'worker': None, 'in_rotation': False, 'registered': False, 'healthy_workers': None,
              'in_flight': None, 'waited': 0.0}
-    problems = ['%s must be an http:// or https:// URL (got %s)' % (name, params[name])
-                for name in ('gateway_url', 'worker_url', 'metrics_url')
-                if params[name] is not None and not normalise_url(params[name]).startswith(('http://', 'https://'))]
+    problems = ['%s must be an http:// or https:// URL without spaces or control characters (got %s)'
+                % (name, shown(params[name]))
+                for name in ('gateway_url', 'metrics_url')
+                if params[name] is not None and not URL.match(normalise_url(params[name]))]
+    problems += [one for one in [worker_url_problem(params['worker_url'])] if one]
     problems += ['%s must be at least 0 (got %s)' % (name, params[name])
                  for name in ('drain_timeout', 'healthy_timeout', 'min_in_rotation') if params[name] < 0]
     problems += ['%s must be above 0 (got %s)' % (name, params[name])

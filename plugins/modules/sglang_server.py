@@ -17,6 +17,9 @@ description:
     answers 200, the log has C(The server is fired up and ready to roll!) (unless O(skip_warmup)), an own
     C(POST /generate) returns at least one completion token, and C(/v1/models) names
     O(served_model_name) when that is given.
+  - For a server already running, the ready line counts as seen when this run of it passed the gate before
+    (C(ready.json)), or when the log holds no start of it at all (rotated since). So its readiness never hangs on
+    what a rotated log still holds; C(/health_generate) answers 503 until the warmup passed.
   - Every poll looks at the process (or the unit's main PID) and the new log lines. An exit, or a known
     fatal log line while the process still lives, fails at once with the matched cause, the fix and the
     last log lines (ANSI codes stripped, secrets masked). No new log line for O(stall_timeout) seconds
@@ -31,7 +34,8 @@ options:
         recorded at the last successful start, and waits until it is ready. A ready server of the same
         revision is left alone (no change).
       - V(restarted) always stops and starts it again through the health gate.
-      - V(stopped) stops the whole server, then waits until the GPU memory its processes held is free.
+      - V(stopped) stops the whole server, then waits until the GPU memory its processes held is free, and removes
+        the recorded revision, so a rollback or a later V(started) with the old revision does not count it as serving.
       - V(healthy) only checks a running server against the readiness contract and fails when it does not hold.
     type: str
     choices: [started, stopped, restarted, healthy]
@@ -79,7 +83,9 @@ options:
     required: true
   run_dir:
     description:
-      - Directory of the module's own files, C(progress.json), C(revision) and, for O(manager=process),
+      - Directory of the module's own files, C(progress.json), C(revision) (the revision of the last start that
+        passed the gate; removed by a stop), C(ready.json) (which run of the server passed it, by the unit's
+        InvocationID or the PID and its start time; the liveness timer reads it) and, for O(manager=process),
         C(sglang-server.pid). Created (0750) when missing. Defaults to the directory of O(log_path).
     type: path
   host:
@@ -106,6 +112,13 @@ options:
         whose health endpoint is a dummy that always answers 200; their process and log are still watched.
     type: bool
     default: true
+  settings_from_unit:
+    description:
+      - A unit file (O(manager=systemd)) whose C(ExecStart=) gives O(host), O(port), O(served_model_name),
+        O(skip_warmup) and O(probe) (C(--node-rank) 0), and whose C(--config) file gives O(api_key); they replace
+        those options. A roll's rollback probes the server its restored files describe, not the failed new input.
+      - An unreadable unit or config file fails before anything changes. Not read with O(state=stopped).
+    type: path
   revision:
     description:
       - An opaque digest of everything the server runs with (unit, arguments, environment, ml-env release).
@@ -299,6 +312,10 @@ revision:
   description: The revision a (re)start would record.
   returned: in check mode, when a (re)start would happen
   type: str
+revision_removed:
+  description: With O(state=stopped), whether a recorded revision was (or, in check mode, would be) removed.
+  returned: with O(state=stopped)
+  type: bool
 revision_before:
   description: The revision recorded at the last successful start.
   returned: in check mode, when a (re)start would happen
@@ -312,6 +329,7 @@ from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import Co
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_launch import LaunchError
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_module import build_operations
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_ops import OperationFailed
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang_unit_settings import SettingsError, read_settings
 
 
 def main():
@@ -333,6 +351,7 @@ def main():
             skip_warmup=dict(type='bool', default=False),
             probe=dict(type='bool', default=True),
             revision=dict(type='str'),
+            settings_from_unit=dict(type='path'),
             timeout=dict(type='int', default=3000),
             stall_timeout=dict(type='int', default=600),
             poll_interval=dict(type='float', default=0.2),
@@ -357,8 +376,17 @@ def main():
         problems.append('port must be at most 65535 (got %s)' % params['port'])
     if params['manager'] == 'process' and params['state'] in ('started', 'restarted') and not params['command']:
         problems.append('command is required to start a server with manager=process')
+    if params['settings_from_unit'] and params['manager'] != 'systemd':
+        problems.append('settings_from_unit needs manager=systemd (the process manager has no unit)')
     if problems:
         module.fail_json(msg='; '.join(problems))
+    if params['settings_from_unit'] and params['state'] != 'stopped':
+        try:
+            params.update(read_settings(params['settings_from_unit']))
+        except SettingsError as exc:
+            module.fail_json(msg='settings_from_unit: %s' % exc, ready=False, cause='settings')
+        if params['api_key']:
+            module.no_log_values.add(params['api_key'])
 
     params['run_dir'] = params['run_dir'] or os.path.dirname(params['log_path'])
     run = module_runner(module, params['command_timeout'])

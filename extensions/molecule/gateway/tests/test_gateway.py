@@ -19,9 +19,10 @@ not a retry, is what keeps the client's failures at zero.
    the same drain and gates as a new release (the fast path runs the health gate and the server role).
 4. Check mode reports a changed setting of the gateway and changes nothing. Its retry policy
    switched on through the role (site.yml on the gateway host: its arguments changed, so it
-   restarts). A node that hangs after it was ready: the gateway takes it
-   out within its health window, the node restarts its server itself (liveness timer), it is back
-   in rotation, and the client sees no failed request (the gateway retried the hung ones).
+   restarts). A node that hangs right after its health gate passed (before the liveness timer's first
+   probe of that run): the gateway takes it out within its health window, the node restarts its
+   server itself (the liveness timer, armed by the gate's pass), it is back in rotation, and the
+   client sees no failed request (the gateway retried the hung ones).
 """
 
 import json
@@ -348,13 +349,35 @@ def test_a_changed_setting_restarts_the_gateway(retrying_gateway):
     assert argv[argv.index("--retry-max-retries") + 1] == "5"
 
 
-def test_a_node_hanging_after_ready_is_taken_out_and_restarts_itself(retrying_gateway):
+def gated_restart(node):
+    """Restart the node's server through the module's health gate (its pass names this run of the
+    unit in ready.json), with the liveness timer stopped: its first probe of this run comes only once
+    the test starts the timer again, so a hang right after that is one no probe of its own saw ready."""
+    docker(node, "systemctl stop sglang-server-liveness.timer")
+    args = {"state": "restarted", "log_path": "/var/log/sglang/sglang-server.log", "port": 30000,
+            "api_key": NODE_KEY, "served_model_name": "standin-model", "timeout": 120,
+            "revision": docker(node, "cat /var/log/sglang/revision")}
+    proc = subprocess.run(["ansible", "-i", INVENTORY, node, "-m", "inferops.gpu.sglang_server", "-a", json.dumps(args)],
+                          cwd=PROJECT, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    for dummy in range(60):
+        if docker(GATEWAY, "curl -s http://127.0.0.1:30080/readiness").count(ALL_HEALTHY):
+            return
+        time.sleep(1)
+    raise AssertionError("the gateway did not see %s healthy again after its restart" % node)
+
+
+def test_a_node_hanging_right_after_its_gate_is_taken_out_and_restarts_itself(retrying_gateway):
     node = NODES[-1]
+    gated_restart(node)
     pid = main_pid(node)
     load = Load()
     time.sleep(3)
+    # The hang comes before the timer's first probe of this run (it starts only now): only the gate's
+    # pass can have armed the count.
     hung = time.time()
     assert "froze" in docker(node, "python3 /opt/inferops-src/sglang_standin/hang_after_ready.py 30000 stop")
+    docker(node, "systemctl start sglang-server-liveness.timer")
     back = None
     for dummy in range(120):
         time.sleep(1)
@@ -371,6 +394,7 @@ def test_a_node_hanging_after_ready_is_taken_out_and_restarts_itself(retrying_ga
     # for the monitor's 0.25 s samples on a busy machine.
     assert out and out[0][0] - hung <= 12, "the gateway took %s out after %s" % (node, out)
     journal = docker(node, "journalctl --no-pager -u sglang-server-liveness.service")
+    assert "sglang liveness: sglang-server.service passed its health gate (invocation" in journal, journal[-2000:]
     assert "sglang liveness: restarting sglang-server.service after 3 failed /health_generate probes" in journal, journal[-2000:]
     # The requests the hung node held were retried on the others when it restarted.
     assert len(load.requests) >= RATE * 10 and load.failed() == [], load.why()

@@ -10,12 +10,15 @@
    role only, behind the same gates. 5. verify.yml reports every host without changing it.
 6. The fast path: a hand-edited file sends its node through the role that owns it and those after,
    which put it back; inferops_fast_path=false sends a converged node through every role (a no-op
-   roll restarts nothing); then a no-op site.yml over the converged fleet runs no role task at all;
-   a bad switch is refused.
+   roll restarts nothing, even right after logrotate -f took the start lines out of the log); then a
+   no-op site.yml over the converged fleet runs no role task at all; a bad switch is refused.
+7. A roll whose new port a foreign process holds fails in the preflight, and its rollback leaves the
+   old server running, never restarted (its PID and revision file unchanged), within seconds.
 Through all of it, at no sample time is more than one host (one batch) out of service.
 """
 
 import collections
+import datetime
 import json
 import os
 import re
@@ -318,11 +321,15 @@ def test_drift_sends_a_node_through_the_role_that_owns_it_and_those_after(drift)
 @pytest.fixture(scope="module")
 def switch(drift):
     pid = main_pid(FAILING)
+    # The collection's own rotation (copytruncate) takes the start marker and the ready line out of
+    # the log the server keeps writing: the server's readiness must not hang on them.
+    docker(FAILING, "logrotate -f /etc/logrotate.d/sglang-server")
+    assert "server_args=" not in docker(FAILING, "cat /var/log/sglang/sglang-server.log")
     roll = Roll("site.yml", "-e", "ml_env_profile=ci-c", "-e", "inferops_fast_path=false", "-l", FAILING)
     return roll, pid
 
 
-def test_the_switch_sends_a_converged_node_through_every_role(switch):
+def test_the_switch_sends_a_converged_node_through_every_role_even_after_a_log_rotation(switch):
     roll, pid = switch
     assert roll.rc == 0, roll.tail
     checked = check_results(roll.report)[FAILING]
@@ -351,3 +358,49 @@ def test_a_bad_fast_path_switch_is_refused_before_any_change(switch):
     assert roll.rc != 0
     assert 'inferops_fast_path = "maybe" is not allowed: a boolean (true or false)' in roll.messages, roll.tail
     assert roll.stats[HOSTS[0]]["changed"] == 0 and roles_run(roll.report) == {}
+
+
+def task_result(report, name, host):
+    """(result, seconds) of the named task on host."""
+    for play in report.get("plays", []):
+        for task in play.get("tasks", []):
+            if task["task"]["name"] == name and host in task["hosts"]:
+                duration = task["task"].get("duration", {})
+                stamps = [datetime.datetime.strptime(duration[key], "%Y-%m-%dT%H:%M:%S.%fZ")
+                          for key in ("start", "end") if duration.get(key)]
+                seconds = (stamps[1] - stamps[0]).total_seconds() if len(stamps) == 2 else None
+                return task["hosts"][host], seconds
+    return None, None
+
+
+@pytest.fixture(scope="module")
+def taken_port_roll(switch):
+    host = HOSTS[0]
+    before = (main_pid(host), docker(host, "cat /var/log/sglang/revision"))
+    docker(host, "systemd-run --unit=foreign-listener python3 -m http.server 30001 --bind 127.0.0.1")
+    for dummy in range(50):
+        if docker(host, "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 30001), 1)' && echo up") == "up":
+            break
+        time.sleep(0.2)
+    try:
+        roll = Roll("playbooks/rolling.yml", "-e", "ml_env_profile=ci-c", "-l", host, host_vars={host: {"sglang_server_port": 30001}})
+    finally:
+        docker(host, "systemctl stop foreign-listener")
+    return roll, before
+
+
+def test_a_roll_refused_by_the_preflight_leaves_the_old_server_running_untouched(taken_port_roll):
+    roll, (pid, revision) = taken_port_roll
+    host = HOSTS[0]
+    assert roll.rc != 0, roll.tail
+    assert "%s failed and was rolled back" % host in roll.messages, roll.messages
+    # The preflight named the port and its holder.
+    assert "30001" in roll.messages and "http.server" in roll.messages, roll.messages
+    # Nothing had changed, so the rollback changed nothing: the old server, never restarted, serves on
+    # its own port with its own key, and its revision file has its bytes.
+    assert main_pid(host) == pid and health(host) == "200", roll.tail
+    assert docker(host, "cat /var/log/sglang/revision") == revision
+    restored, seconds = task_result(roll.report, "inferops.gpu.sglang_server : Bring back the previous server behind "
+                                                 "the health gate, unless it still runs", host)
+    assert restored is not None and restored.get("changed") is False and restored.get("action") == "none", restored
+    assert seconds is not None and seconds <= 20, seconds

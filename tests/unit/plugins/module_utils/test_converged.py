@@ -125,6 +125,23 @@ def test_a_damaged_release_and_an_unhealthy_server_are_drift(node):
     assert 'Connection refused' in converged.check(host, record, DIGEST, 30)['drift'][0]
 
 
+def test_a_node_that_does_not_serve_is_not_fit_to_be_recorded(node):
+    root, fake, host, spec, record = node
+    assert converged.not_serving(host, converged.build_record(host, DIGEST, spec), 30) == []
+    # A server that crashed after its gate: systemd waits out RestartSec in auto-restart (activating).
+    fake.units['sglang-server.service'] = ('activating', 'enabled')
+    fake.status = None
+    assert converged.not_serving(host, converged.build_record(host, DIGEST, spec), 30) == [
+        'sglang-server.service is activating, not active',
+        'http://127.0.0.1:30000/health answered Connection refused']
+    fake.units['sglang-server.service'], fake.status = ('active', 'enabled'), 503
+    assert converged.not_serving(host, converged.build_record(host, DIGEST, spec), 30) == [
+        'http://127.0.0.1:30000/health answered 503']
+    # A node the operator stopped (no health URL) is recorded as it is.
+    fake.units['sglang-server.service'] = ('inactive', 'disabled')
+    assert converged.not_serving(host, converged.build_record(host, DIGEST, dict(spec, health_url='')), 30) == []
+
+
 def test_another_digest_is_drift(node):
     root, fake, host, spec, record = node
     write_record(host, spec, record)

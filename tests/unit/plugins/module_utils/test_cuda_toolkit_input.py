@@ -153,3 +153,17 @@ def test_key_content_stands_in_for_the_key_url():
 def test_retired_variables_are_named_never_shown():
     found = problems(cuda_toolkit_proxy={'https_proxy': 'http://user:secret@proxy:3128'})
     assert len(found) == 1 and found[0].startswith('cuda_toolkit_proxy (value hidden)') and 'secret' not in found[0]
+
+
+@pytest.mark.parametrize('proxy, shown', [
+    # Only the credentials are masked: the text around the URL, its scheme, host and port stay.
+    ('https_proxy=http://user:secret@proxy:3128', '"https_proxy=http://***@proxy:3128"'),
+    ({'https_proxy': 'http://user:secret@proxy:3128 x'}, '{"https_proxy": "http://***@proxy:3128 x"}'),
+    # A proxy URL has no path: an unencoded / in the password is masked with the rest of it.
+    ({'https_proxy': 'http://user:pa/ss@proxy:3128\n'}, '{"https_proxy": "http://***@proxy:3128\\n"}'),
+    ({'http_proxy': 'user:secret@proxy:3128'}, '{"http_proxy": "***@proxy:3128"}'),
+])
+def test_a_proxys_credentials_are_masked_not_its_host(proxy, shown):
+    found = problems(inferops_proxy=proxy)
+    assert len(found) == 1 and found[0].startswith('inferops_proxy = %s is not allowed' % shown), found
+    assert 'secret' not in found[0] and 'pa/ss' not in found[0]

@@ -60,6 +60,9 @@ def test_accepted(changed):
     ({'gpu_health_toolkit_version': '13.0\n'}, 'gpu_health_toolkit_version = "13.0\\n" is not allowed'),
     ({'gpu_health_toolkit_version': '13'}, 'gpu_health_toolkit_version = "13" is not allowed'),
     ({'gpu_health_driver_minimum': {'13': '580.65.06\n'}}, 'gpu_health_driver_minimum = {"13": "580.65.06\\n"}'),
+    # The argument spec takes any type (raw): the check names the value and the mapping it wants.
+    ({'gpu_health_driver_minimum': ['580.65.06']}, 'gpu_health_driver_minimum = ["580.65.06"] is not allowed: a mapping'),
+    ({'gpu_health_driver_minimum': '13=580.65.06'}, 'gpu_health_driver_minimum = "13=580.65.06" is not allowed'),
     ({'gpu_health_ml_env_python': '/opt/ml-env/../bin/python'}, 'gpu_health_ml_env_python = "/opt/ml-env/../bin/python"'),
     ({'gpu_health_ml_env_python': '/opt/py\tthon'}, 'gpu_health_ml_env_python = "/opt/py\\tthon" is not allowed'),
     ({'__gpu_health_os_family': 'RedHat'}, '__gpu_health_os_family = "RedHat" is not allowed: gpu_health supports'),

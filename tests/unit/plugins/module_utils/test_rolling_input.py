@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What tests/bad_inputs/rolling.yml does not pin: the gateway host's conditions (an inventory
 host, the node's metrics, the gateway's key as validate.yml reads it from hostvars), the values
-2.17 renders as strings, and the path rules."""
+2.17 renders as strings, the path rules and the edges of rolling_serial (the play's batch size)."""
 
 from __future__ import annotations
 
@@ -19,12 +19,14 @@ DEFAULTS = {
     'rolling_drain_tasks': '',
     'rolling_undrain_tasks': '',
     'rolling_state_dir': '/var/lib/inferops/rolling',
-    'rolling_snapshot_files': ['/etc/systemd/system/sglang-server.service', '/var/log/sglang/revision'],
+    'rolling_snapshot_files': ['/etc/systemd/system/sglang-server.service', '/etc/sglang/sglang-server.yaml'],
     'rolling_gateway_host': '',
     'rolling_drain_timeout': 300,
     'rolling_gateway_healthy_timeout': 300,
     'rolling_gateway_min_in_rotation': 1,
+    'rolling_serial': MISSING,
     '__rolling_steps_all': ['cuda_toolkit', 'ml_env', 'runtime_env', 'gpu_health', 'sglang_server'],
+    '__rolling_revision_file': '/var/log/sglang/revision',
     'sglang_server_enable_metrics': MISSING,
     'groups': {'all': ['node-1', GATEWAY], 'sglang_gateway': [GATEWAY]},
 }
@@ -33,6 +35,14 @@ DEFAULTS = {
 def problems(probes=None, **changed):
     assert set(changed) <= set(ri.NAMES)
     return run_checks(ri.CHECKS, dict(DEFAULTS, **changed), probes)
+
+
+def test_the_servers_revision_file_is_not_put_back_by_the_snapshot():
+    files = ['/etc/systemd/system/sglang-server.service', '/var/log/sglang/revision']
+    assert problems(rolling_snapshot_files=files) == [
+        'rolling_snapshot_files = ["/etc/systemd/system/sglang-server.service", "/var/log/sglang/revision"] is not '
+        "allowed: files the rollback puts back, not the server's revision file /var/log/sglang/revision (the "
+        'sglang_server module keeps it: the rollback compares it with the revision of the snapshot)']
 
 
 def test_defaults_pass_and_every_name_is_read():
@@ -82,3 +92,17 @@ def test_refused(probes, changed, expected):
 def test_a_gateway_outside_the_inventory_with_every_problem():
     found = problems({'gateway_api_key': 'short'}, rolling_gateway_host='gw-9', sglang_server_enable_metrics=False)
     assert len(found) == 3 and all(message.startswith('rolling_gateway_host = "gw-9" is not allowed') for message in found)
+
+
+@pytest.mark.parametrize('serial', [MISSING, 1, '1', 12, '01', '1%', '25%', '100%', [1, '50%'], ['10%', 2, '100%']])
+def test_serial_accepted(serial):
+    assert problems(rolling_serial=serial) == []
+
+
+# 0, negative numbers and an empty list roll every node at once; a share under 1% or over 100% is
+# one node or all of them whatever it says; the rest ends the roll's play in int().
+@pytest.mark.parametrize('serial', [0, '0', -1, '-1', True, 2.5, '2.5', ' 2', '2 ', '0%', '101%', '25 %', '25.5%', '%',
+                                    '', None, [], [2, 0], [[1]], {'size': 2}])
+def test_serial_refused(serial):
+    found = problems(rolling_serial=serial)
+    assert len(found) == 1 and found[0].startswith('rolling_serial = ') and ri.SERIAL_ALLOWED in found[0], found

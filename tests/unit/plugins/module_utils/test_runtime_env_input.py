@@ -1,16 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright: inferops.gpu contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The runtime_env checks where tests/bad_inputs/runtime_env.yml does not pin them: secrets,
-the built-in profiles and map as origins, a type problem that must not cascade, the edges of the
-path and name rules."""
+"""The runtime_env checks where tests/bad_inputs/runtime_env.yml does not pin them: secrets, a
+proxy's credentials, the built-in profiles and map as origins, a type problem that must not
+cascade, the edges of the path and name rules."""
 
 from __future__ import annotations
 
 import pytest
 
 from ansible_collections.inferops.gpu.plugins.module_utils import runtime_env_input as rt
-from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import MISSING, run_checks
+from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import MISSING, mask_credentials, run_checks, shown
 
 # The role's defaults and vars/main.yml as the lookup renders them on a Debian host.
 DEFAULTS = {
@@ -118,3 +118,37 @@ def test_edges_refused(changes):
 ])
 def test_edges_accepted(changes):
     assert problems(**changes) == []
+
+
+def test_a_proxys_credentials_are_masked_not_its_host():
+    found = problems(runtime_env_extra_vars={'https_proxy': 'http://ops:s3cret@proxy.example:3128\n',
+                                             'HTTP_PROXY': ['ops:s3cret@proxy.example:3128']})
+    assert found == [
+        'runtime_env_extra_vars.HTTP_PROXY = ["***@proxy.example:3128"] is not allowed: a string or a number (quote '
+        'booleans, e.g. "1")',
+        'runtime_env_extra_vars.https_proxy = "http://***@proxy.example:3128\\n" is not allowed: a one-line value (no '
+        'control characters)',
+    ]
+
+
+@pytest.mark.parametrize('text, masked', [
+    ('http://user:secret@proxy:3128', 'http://***@proxy:3128'),
+    # A password with an @ or a space is masked whole: the mask runs to the last @ before the path.
+    ('http://user:p@ss@proxy:3128', 'http://***@proxy:3128'),
+    ('http://user:pa ss@proxy:3128', 'http://***@proxy:3128'),
+    ('https://ci:tok@pypi.example/simple/pkg@1', 'https://***@pypi.example/simple/pkg@1'),
+    # Written without its scheme, or after a name as `-e` may give it.
+    ('user:secret@proxy:3128', '***@proxy:3128'),
+    ('https_proxy=http://user:secret@proxy:3128', 'https_proxy=http://***@proxy:3128'),
+    ('http://p1:3128 http://u:s@p2:3128', 'http://p1:3128 http://***@p2:3128'),
+    # Nothing to mask.
+    ('http://proxy:3128', 'http://proxy:3128'),
+    ('localhost,.example.com', 'localhost,.example.com'),
+    ('torch @ https://download.example/torch.whl', 'torch @ https://download.example/torch.whl'),
+])
+def test_mask_credentials(text, masked):
+    assert mask_credentials(text) == masked
+
+
+def test_shown_masks_keys_and_values_of_mappings():
+    assert shown({'http://u:s@h:1': ['http://u:s@h:2']}) == '{"http://***@h:1": ["http://***@h:2"]}'

@@ -19,8 +19,9 @@ MODELS_OK = json.dumps({'data': [{'id': 'm'}]})
 class Script:
     """A server whose log, port, process and HTTP answers follow a timeline on a fake clock."""
 
-    def __init__(self, tmp_path, timeline, exit_at=None, port_at=None, health_ok_at=None):
+    def __init__(self, tmp_path, timeline, exit_at=None, port_at=None, health_ok_at=None, generate=GENERATE_OK):
         self.now = 0.0
+        self.generate = generate
         self.log = tmp_path / 'server.log'
         self.log.write_text('earlier run\n')
         self.timeline = sorted(timeline)  # [(time, line)]
@@ -52,7 +53,7 @@ class Script:
         path = url.split(':30000', 1)[1]
         if path == '/health_generate':
             return (200 if self.health_ok_at is not None and self.now >= self.health_ok_at else 503), '', None
-        return 200, {'/generate': GENERATE_OK, '/v1/models': MODELS_OK, '/model_info': '{}'}[path], None
+        return 200, {'/generate': self.generate, '/v1/models': MODELS_OK, '/model_info': '{}'}[path], None
 
     def gate(self, timeout=60, stall_timeout=10, **kwargs):
         return Gate(self, LogFollower(str(self.log)), Probe(self.http, '127.0.0.1', 30000),
@@ -82,6 +83,35 @@ def test_an_open_port_and_answering_models_during_warmup_are_not_ready(tmp_path)
     result = script.gate(timeout=20).run()
     assert not result['ready'] and result['cause'] == 'timeout'
     assert '503' in result['msg'] and 'phase warmup' in result['msg']
+
+
+def test_a_generation_with_no_token_fails_at_once_not_at_the_deadline(tmp_path):
+    empty = json.dumps({'text': '', 'meta_info': {'completion_tokens': 0}})
+    script = Script(tmp_path, HEALTHY, port_at=3.0, health_ok_at=5.0, generate=empty)
+    result = script.gate(timeout=3000).run()
+    assert not result['ready'] and result['cause'] == 'no_tokens' and result['startup_seconds'] < 6
+    assert 'no completion token' in result['msg'] and 'generates nothing' in result['fix']
+
+
+def test_a_running_server_whose_log_cannot_tell_is_judged_by_http(tmp_path):
+    # Attached to a server whose start lines were rotated out of the log: the ready line counts as seen.
+    script = Script(tmp_path, [(0.5, 'Decode batch. #running-req: 1')], port_at=0.0, health_ok_at=0.0)
+    result = script.gate(timeout=10, ready_line_seen=True).run()
+    assert result['ready'] and result['startup_seconds'] < 1
+
+
+def test_the_failure_shows_the_servers_lines_and_a_clipped_log_line(tmp_path):
+    args = "server_args=ServerArgs(model_path='/m', %s)" % ', '.join('option_%d=%d' % (n, n) for n in range(400))
+    access = 'INFO:     127.0.0.1:5%d - "GET /health_generate HTTP/1.1" 503 Service Unavailable'
+    timeline = [(0.1, args)] + [(0.2 + n / 10.0, access % n) for n in range(5)]
+    timeline.append((1.0, 'RuntimeError: CUDA error: an illegal memory access was encountered'))
+    timeline.append((1.1, 'Scheduler hit an exception: ' + 'x' * 2000))
+    script = Script(tmp_path, timeline, exit_at=1.5, port_at=0.2)
+    result = script.gate().run()
+    assert not result['ready'] and result['cause'] == 'rank_crash'
+    assert not any('/health_generate' in line for line in result['log_tail'])
+    assert result['log_tail'][-1].startswith('Scheduler hit an exception')
+    assert len(result['msg']) < 1000 and 'x' * 250 + ' [cut]' in result['msg'] and 'x' * 300 not in result['msg']
 
 
 def test_health_200_without_the_ready_line_is_not_ready(tmp_path):

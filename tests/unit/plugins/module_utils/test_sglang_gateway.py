@@ -12,7 +12,8 @@ import os
 import pytest
 
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_gateway import (
-    Gateway, GatewayError, NodeMetrics, WorkerState, find, healthy_count, in_flight, normalise_url, parse_prometheus,
+    Gateway, GatewayError, NodeMetrics, WorkerState, find, healthy_count, in_flight, is_worker_url, normalise_url,
+    parse_prometheus, worker_url_problem,
 )
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'fixtures', 'gateway')
@@ -404,3 +405,46 @@ def test_gateway_register_and_remove_outcomes():
     fake.routes[('POST', GW + '/workers')] = [ok('worker_bad_id_400.json', 400)]
     with pytest.raises(GatewayError, match='unexpected answer from the gateway to POST .*/workers: HTTP 400'):
         gateway.register(NODE_31101)
+
+
+# -- the worker URL -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize('url', [NODE, NODE + '/', 'https://node-1.example.invalid:443', 'http://node_2:1',
+                                 'http://[fd00::11]:30000', 'http://[::1]:65535/'])
+def test_worker_urls_accepted(url):
+    assert is_worker_url(url) and worker_url_problem(url) is None
+
+
+@pytest.mark.parametrize('url', [
+    'http://x y:1/v1;rm',                       # a space, a path, shell text
+    'http://10.0.0.11:30000;rm -rf /',
+    'http://10.0.0.11:30000/v1',                # a path
+    'http://10.0.0.11:30000/?a=1',
+    'http://10.0.0.11:30000#x',
+    'http://10.0.0.11',                         # no port: 80, where no server listens
+    'http://10.0.0.11:0', 'http://10.0.0.11:70000', 'http://10.0.0.11:030000', 'http://10.0.0.11:-1',
+    'ftp://10.0.0.11:30000', 'HTTP://10.0.0.11:30000', '10.0.0.11:30000', '//10.0.0.11:30000',
+    'http://user:pw@10.0.0.11:30000',           # credentials have no place in a worker's record
+    'http://$(hostname):30000', 'http://`id`:1', 'http://-x:1', 'http://fd00::11:30000',
+    'http://10.0.0.11:30000\n', '', None, 30000,
+])
+def test_worker_urls_refused(url):
+    assert not is_worker_url(url)
+
+
+def test_the_message_names_the_url_as_given_and_what_is_allowed():
+    assert worker_url_problem('http://x y:1/v1;rm') == (
+        'worker_url must be http://host:port or https://host:port: a host name or IPv4 address (letters, digits and . _ '
+        '-) or an IPv6 address in brackets, a port from 1 to 65535 and no path (a trailing / at most), such as '
+        'http://10.0.0.11:30000 (got "http://x y:1/v1;rm")')
+    # Blanks around it and trailing slashes are what normalise_url drops; credentials are masked.
+    assert worker_url_problem(' %s// ' % NODE) is None
+    assert 'pw' not in worker_url_problem('http://user:pw@10.0.0.11:30000')
+
+
+@pytest.mark.parametrize('state_name', ['present', 'absent', 'query'])
+def test_a_bad_worker_url_fails_before_any_request(state_name):
+    worker, fake, clock = state({}, worker_url='http://x y:1/v1;rm')
+    result, failure = worker.run(state_name)
+    assert failure.startswith('worker_url must be http://host:port') and failure.endswith('(got "http://x y:1/v1;rm")')
+    assert result['msg'] == failure and result['changed'] is False and fake.calls == [] and clock.sleeps == []

@@ -141,7 +141,9 @@ def cgroup(tmp_path, pids):
 
 def test_systemd_manager_reads_the_cgroup_and_sees_an_auto_restart_as_an_exit(tmp_path):
     me = os.getpid()
-    systemctl = Systemctl([SHOW_RUNNING.format(main=me), SHOW_RUNNING.format(main=me), SHOW_AUTO_RESTART])
+    # start() reads the unit before and after its start.
+    systemctl = Systemctl([SHOW_RUNNING.format(main=me), SHOW_RUNNING.format(main=me), SHOW_RUNNING.format(main=me),
+                           SHOW_AUTO_RESTART])
     mgr = SystemdManager('sglang-server.service', systemctl, cgroup_root=cgroup(tmp_path, [me]))
     assert mgr.start() == me
     assert ['systemctl', 'reset-failed', 'sglang-server.service'] in systemctl.calls
@@ -152,10 +154,38 @@ def test_systemd_manager_reads_the_cgroup_and_sees_an_auto_restart_as_an_exit(tm
 def test_systemd_manager_sees_a_restart_by_systemd_as_an_exit(tmp_path):
     me = os.getpid()
     restarted = SHOW_RUNNING.format(main=me).replace('InvocationID=aaa', 'InvocationID=bbb').replace('NRestarts=0', 'NRestarts=1')
-    systemctl = Systemctl([SHOW_RUNNING.format(main=me), restarted])
+    systemctl = Systemctl([SHOW_RUNNING.format(main=me), SHOW_RUNNING.format(main=me), restarted])
     mgr = SystemdManager('sglang-server.service', systemctl, cgroup_root=cgroup(tmp_path, [me]))
     mgr.start()
     assert mgr.status()[0] is False
+
+
+def test_a_start_after_a_crash_does_not_wait_out_restart_sec(tmp_path):
+    # A start job on a unit in auto-restart waits for its RestartSec; a stop first cancels that restart.
+    me = os.getpid()
+    systemctl = Systemctl([SHOW_AUTO_RESTART, SHOW_RUNNING.format(main=me)])
+    mgr = SystemdManager('sglang-server.service', systemctl, cgroup_root=cgroup(tmp_path, [me]))
+    assert mgr.start() == me
+    verbs = [call[1] for call in systemctl.calls]
+    assert verbs == ['show', 'stop', 'reset-failed', 'start', 'show'], systemctl.calls
+    # A unit that is not waiting to restart is started without a stop.
+    systemctl = Systemctl([SHOW_RUNNING.format(main=me).replace('ActiveState=active', 'ActiveState=inactive')
+                           .replace('SubState=running', 'SubState=dead'), SHOW_RUNNING.format(main=me)])
+    SystemdManager('sglang-server.service', systemctl, cgroup_root=cgroup(tmp_path / 'b', [me])).start()
+    assert 'stop' not in [call[1] for call in systemctl.calls]
+
+
+def test_the_identity_of_a_run_is_the_key_liveness_counts_by(tmp_path):
+    from ansible_collections.inferops.gpu.plugins.module_utils import sglang_liveness
+    me = os.getpid()
+    running = SHOW_RUNNING.format(main=me) + 'ActiveEnterTimestampMonotonic=123456\n'
+    mgr = SystemdManager('sglang-server.service', Systemctl([running]), cgroup_root=cgroup(tmp_path, [me]))
+    assert mgr.identity() == 'aaa'
+    without = running.replace('InvocationID=aaa\n', 'InvocationID=\n')
+    mgr = SystemdManager('sglang-server.service', Systemctl([without]), cgroup_root=cgroup(tmp_path / 'b', [me]))
+    assert mgr.identity() == 'active-since:123456' == sglang_liveness.invocation_key(sglang_liveness.parse_show(without))
+    stopped = SystemdManager('sglang-server.service', Systemctl([SHOW_AUTO_RESTART]))
+    assert stopped.identity() is None
 
 
 def test_systemd_manager_names_a_missing_unit_and_a_failed_start(tmp_path):

@@ -47,11 +47,11 @@ class Fakes:
     def save(self, state):
         self.state = json.loads(json.dumps(state))  # what the file would hold
 
-    def check(self, failures=3, grace=0.0):
+    def check(self, failures=3, grace=0.0, gate_passed=''):
         return liveness.Liveness(
             UNIT, 'http://127.0.0.1:30000/health_generate', failures, 5, show=lambda unit: dict(self.props),
             probe=self.probe, restart=self.restarts.append, load=lambda: dict(self.state), save=self.save,
-            log=self.lines.append, clock=lambda: self.now, grace=grace)
+            log=self.lines.append, clock=lambda: self.now, grace=grace, gate_passed=lambda: gate_passed)
 
     def run(self, *answers, **kwargs):
         self.answers.extend(answers)
@@ -67,8 +67,8 @@ def test_failures_count_only_after_ready_and_restart_at_n():
     assert fakes.run(BAD) == 'not_ready'
     assert fakes.state == {'invocation': 'inv-1', 'ready_seen': False, 'failures': 0}
     assert fakes.run(OK) == 'ready'
-    assert fakes.lines == ['sglang liveness: sglang-server.service is ready (invocation inv-1): restarting it after 3'
-                           ' failed /health_generate probes in a row']
+    assert fakes.lines == ['sglang liveness: sglang-server.service answered 200 (invocation inv-1): armed, it is'
+                           ' restarted after 3 failed /health_generate probes in a row']
     assert fakes.run(BAD) == 'failed'
     assert fakes.run(SLOW) == 'failed'
     assert fakes.state['failures'] == 2 and not fakes.restarts
@@ -81,6 +81,34 @@ def test_failures_count_only_after_ready_and_restart_at_n():
     assert fakes.state['failures'] == 0 and fakes.state['ready_seen'] is True
     # the restart is asked for once; the count fills up again before the next one
     assert fakes.run(BAD) == 'failed' and fakes.restarts == [UNIT]
+
+
+def test_the_gates_pass_arms_the_count_before_the_first_probe():
+    # A hang right after the gate passed: no probe of this script ever saw 200, and the count runs all the same.
+    fakes = Fakes()
+    assert fakes.run(BAD, gate_passed='inv-1') == 'failed'
+    assert fakes.lines == ['sglang liveness: sglang-server.service passed its health gate (invocation inv-1): armed, it'
+                           ' is restarted after 3 failed /health_generate probes in a row',
+                           'sglang liveness: probe 1/3 failed: status 503']
+    assert [fakes.run(SLOW, gate_passed='inv-1'), fakes.run(BAD, gate_passed='inv-1')] == ['failed', 'restarted']
+    assert fakes.restarts == [UNIT]
+    # The record of another run (the one before a restart by systemd) arms nothing.
+    other = Fakes()
+    assert [other.run(BAD, gate_passed='inv-0') for dummy in range(4)] == ['not_ready'] * 4 and not other.restarts
+    # During the grace it is armed already, and says so once.
+    graced = Fakes()
+    graced.now = 100.5
+    assert graced.run(gate_passed='inv-1', grace=5) == 'armed' and graced.state['ready_seen'] is True
+    assert graced.run(gate_passed='inv-1', grace=5) == 'starting' and len(graced.lines) == 1
+
+
+def test_the_ready_record_is_read_as_the_module_writes_it(tmp_path):
+    path = tmp_path / 'ready.json'
+    assert liveness.read_ready(str(path)) == '' and liveness.read_ready('') == ''
+    path.write_text(json.dumps({'identity': 'inv-9', 'pid': 12, 'revision': 'r'}))
+    assert liveness.read_ready(str(path)) == 'inv-9'
+    path.write_text('{half')
+    assert liveness.read_ready(str(path)) == ''
 
 
 def test_a_200_resets_the_count():
@@ -280,7 +308,7 @@ def frozen_standin(tmp_path):
         proc.wait(10)
 
 
-def test_the_script_restarts_a_server_frozen_after_ready(frozen_standin, tmp_path):
+def test_the_script_restarts_a_server_frozen_right_after_its_gate_passed(frozen_standin, tmp_path):
     port, _log = frozen_standin
     bin_dir = tmp_path / 'bin'
     bin_dir.mkdir()
@@ -290,18 +318,24 @@ def test_the_script_restarts_a_server_frozen_after_ready(frozen_standin, tmp_pat
     env = dict(os.environ, PATH='%s:%s' % (bin_dir, os.environ.get('PATH', '')), FAKE_SYSTEMCTL_LOG=str(calls))
     state_dir = tmp_path / 'run' / 'inferops'
 
+    # The health gate passed this run of the unit (the module's record) and the engine hangs at once:
+    # the script never saw a 200 of its own.
+    ready = tmp_path / 'ready.json'
+    ready.write_text(json.dumps({'identity': 'test-invocation', 'pid': 1, 'revision': 'r'}))
+
     def run(timeout='5'):
         done = subprocess.run([sys.executable, SCRIPT, '--unit', UNIT, '--url', 'http://127.0.0.1:%d/health_generate' % port,
-                               '--failures', '3', '--timeout', timeout, '--state-dir', str(state_dir), '--command-timeout', '10'],
+                               '--failures', '3', '--timeout', timeout, '--state-dir', str(state_dir), '--command-timeout', '10',
+                               '--ready-file', str(ready)],
                               capture_output=True, text=True, timeout=60, env=env, check=False)
         assert done.returncode == 0 and not done.stderr, done
         return done.stdout.splitlines()
 
-    assert run() == ['sglang liveness: sglang-server.service is ready (invocation test-invocation): restarting it after 3'
-                     ' failed /health_generate probes in a row']
     hang = subprocess.run([sys.executable, HANG, str(port), 'stop'], capture_output=True, text=True, timeout=30, check=False)
     assert hang.returncode == 0, hang.stderr
-    assert run() == ['sglang liveness: probe 1/3 failed: status 503']  # the server's own health timeout (1 s)
+    assert run() == ['sglang liveness: sglang-server.service passed its health gate (invocation test-invocation): armed,'
+                     ' it is restarted after 3 failed /health_generate probes in a row',
+                     'sglang liveness: probe 1/3 failed: status 503']  # the server's own health timeout (1 s)
     assert run('0.5') == ['sglang liveness: probe 2/3 failed: timeout after 0.5 s']  # ours came first
     assert not any(line.startswith('restart') for line in calls.read_text().splitlines())
     assert run() == ['sglang liveness: probe 3/3 failed: status 503', RESTART % 'status 503']

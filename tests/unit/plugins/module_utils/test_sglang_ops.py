@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -16,9 +17,13 @@ class Manager:
     def __init__(self, running=True):
         self.running = running
         self.events = []
+        self.run = 1
 
     def main_pid(self):
         return 100 if self.running else None
+
+    def identity(self):
+        return 'inv-%d' % self.run if self.running else None
 
     def pids(self):
         return [100, 101] if self.running else []
@@ -26,6 +31,7 @@ class Manager:
     def start(self):
         self.events.append('start')
         self.running = True
+        self.run += 1
 
     def stop(self, timeout):
         self.events.append('stop')
@@ -61,14 +67,24 @@ class Clock:
         self.now += seconds
 
 
-def ops(tmp_path, manager, ready=True, gate_ready=True, revision='r2', recorded='r1', gpu=None, check_mode=False):
+def ops(tmp_path, manager, ready=True, gate_ready=True, revision='r2', recorded='r1', gpu=None, check_mode=False,
+        seen=None):
+    """seen: a list that gets the `served` argument of every health check and gate."""
     if recorded is not None:
         (tmp_path / 'revision').write_text(recorded + '\n')
     clock = Clock()
     gpu = gpu if gpu is not None else (lambda: None)
-    return Operations(manager, lambda attach: GateStub(gate_ready), lambda: (ready, None if ready else '503', ProbeStub()),
-                      gpu, str(tmp_path), check_mode=check_mode, revision=revision, gpu_release_timeout=5,
-                      clock=clock, sleep=clock.sleep)
+    seen = seen if seen is not None else []
+
+    def health(served):
+        seen.append(('health', served))
+        return ready if not callable(ready) else ready(served), None if ready else '503', ProbeStub()
+
+    def gate(attach, served):
+        seen.append(('gate', attach, served))
+        return GateStub(gate_ready)
+    return Operations(manager, gate, health, gpu, str(tmp_path), check_mode=check_mode, revision=revision,
+                      gpu_release_timeout=5, clock=clock, sleep=clock.sleep)
 
 
 def test_started_leaves_a_ready_server_of_the_same_revision_alone(tmp_path):
@@ -125,7 +141,7 @@ def test_stopped_names_the_pids_that_keep_gpu_memory(tmp_path):
 
 def test_stopped_on_a_stopped_server_changes_nothing(tmp_path):
     manager = Manager(running=False)
-    assert ops(tmp_path, manager).stopped()['changed'] is False and manager.events == []
+    assert ops(tmp_path, manager, recorded=None).stopped()['changed'] is False and manager.events == []
 
 
 def test_healthy_fails_on_a_stopped_or_unready_server(tmp_path):
@@ -135,3 +151,45 @@ def test_healthy_fails_on_a_stopped_or_unready_server(tmp_path):
         ops(tmp_path, Manager(), ready=False).healthy()
     assert ops(tmp_path, Manager()).healthy()['ready']
     assert not os.path.exists(str(tmp_path / 'progress.json'))
+
+
+def test_a_revision_read_back_with_its_newline_is_the_same_and_the_file_keeps_its_bytes(tmp_path):
+    # The rollback hands back the revision as the snapshot read it, newline and all.
+    manager = Manager()
+    result = ops(tmp_path, manager, revision='r1\n').started()
+    assert result['changed'] is False and manager.events == []
+    assert (tmp_path / 'revision').read_bytes() == b'r1\n'
+
+
+def test_the_run_that_passed_the_gate_is_ready_whatever_its_log_still_holds(tmp_path):
+    # After a start the record names the run; later checks of that run count its ready line as seen
+    # (a copytruncate rotation took the start marker out of the log), another run's do not.
+    manager = Manager(running=False)
+    seen = []
+    ops(tmp_path, manager, seen=seen).started()
+    record = json.loads((tmp_path / 'ready.json').read_text())
+    assert record == {'identity': 'inv-2', 'pid': 100, 'revision': 'r2'}
+    seen[:] = []
+    result = ops(tmp_path, manager, revision='r2', recorded=None, seen=seen,
+                 ready=lambda served: served).started()
+    assert result['ready'] and result['changed'] is False and seen == [('health', True)] and manager.events == ['start']
+    manager.run += 1  # systemd restarted it on its own: a run the gate never passed
+    seen[:] = []
+    ops(tmp_path, manager, revision='r2', recorded=None, seen=seen, ready=lambda served: served).started()
+    assert seen == [('health', False), ('gate', True, False)]
+
+
+def test_a_stop_forgets_the_revision_so_nothing_brings_the_server_back(tmp_path):
+    manager = Manager()
+    ops(tmp_path, manager, revision='r1').started()
+    assert (tmp_path / 'ready.json').exists()
+    result = ops(tmp_path, manager, revision=None, recorded=None, check_mode=True).stopped()
+    assert result['changed'] and result['revision_removed'] and (tmp_path / 'revision').exists()
+    result = ops(tmp_path, manager, revision=None, recorded=None).stopped()
+    assert result['changed'] and result['revision_removed'] and manager.events == ['stop']
+    assert not (tmp_path / 'revision').exists() and not (tmp_path / 'ready.json').exists()
+    # A crashed server (nothing runs) that is then stopped on purpose: its revision goes too, once.
+    (tmp_path / 'revision').write_text('r1\n')
+    assert ops(tmp_path, manager, revision=None, recorded=None).stopped()['changed']
+    assert not (tmp_path / 'revision').exists()
+    assert ops(tmp_path, manager, revision=None, recorded=None).stopped()['changed'] is False

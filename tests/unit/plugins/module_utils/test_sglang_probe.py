@@ -62,17 +62,22 @@ def test_health_without_the_ready_line_is_not_ready_unless_warmup_is_skipped():
     assert ok
 
 
-def test_a_generation_without_tokens_is_not_ready():
+def test_a_generation_without_tokens_is_a_definite_failure_and_no_answer_a_temporary_one():
+    # A 200 is the scheduler's finished answer: asking again for 50 minutes gets the same.
     empty = json.dumps({'text': '', 'meta_info': {'completion_tokens': 0}})
-    (ok, reason, dummy), unused = ready(Server(generate=(200, empty)))
-    assert not ok and 'no completion token' in reason
-    (ok, reason, dummy), unused = ready(Server(generate=(None, '')))
-    assert not ok and 'no answer' in reason
+    (ok, reason, permanent), unused = ready(Server(generate=(200, empty)))
+    assert not ok and 'no completion token' in reason and permanent == 'no_tokens'
+    (ok, reason, permanent), unused = ready(Server(generate=(200, json.dumps({'text': 'x'}))))
+    assert not ok and permanent == 'no_tokens'
+    (ok, reason, permanent), unused = ready(Server(generate=(None, '')))
+    assert not ok and 'no answer' in reason and permanent is None
+    (ok, reason, permanent), unused = ready(Server(generate=(503, 'busy')))
+    assert not ok and 'HTTP 503' in reason and permanent is None
 
 
 def test_a_wrong_served_model_name_is_permanent():
     (ok, reason, permanent), unused = ready(Server(), expected='other')
-    assert not ok and permanent and "'kimi-k2.5'" in reason and "'other'" in reason
+    assert not ok and permanent == 'served_model_name' and "'kimi-k2.5'" in reason and "'other'" in reason
 
 
 def test_the_clamp_bounds_every_request():

@@ -28,14 +28,28 @@ def values(**changed):
         sglang_server_log_rotate_size='100M', sglang_server_protect_home='yes', __sglang_server_protect_home='yes',
         sglang_server_preflight_ignore=[], sglang_server_throughput_baseline=0, sglang_server_throughput_ratio=0.8,
         sglang_server_extra_environment={}, __sglang_server_read_options=READ_OPTIONS, sglang_server_limit_nofile=65536,
-        sglang_server_args=['--tp', '8', '--cuda-graph-max-bs', '128'], sglang_server_extra_args=[])
+        sglang_server_args=['--tp', '8', '--cuda-graph-max-bs', '128'], sglang_server_extra_args=[],
+        inventory_hostname='node-1')
     base.update(changed)
     assert sorted(base) == sorted(checks.NAMES)
     return base
 
 
-def problems(**changed):
-    return run_checks(checks.CHECKS, values(**changed))
+def problems(probes=None, **changed):
+    return run_checks(checks.CHECKS, values(**changed), probes or {})
+
+
+def test_tp_times_pp_is_checked_against_the_gpus_gpu_info_found():
+    eight = {'gpus': {'count': 8, 'backend': 'nvml'}}
+    assert problems(eight) == []
+    found = problems(eight, sglang_server_args=['--tp', '8', '--pp', '2'])
+    assert found == ['sglang_server_args = ["--tp", "8", "--pp", "2"] is not allowed: a tensor x pipeline parallel size the '
+                     'host has GPUs for: --tp 8 x --pp 2 = 16 GPUs, node-1 has 8 (gpu_info); lower --tp/--pp, or list '
+                     'gpu_count in sglang_server_preflight_ignore where the GPUs are not visible yet']
+    # No probe (validate.yml), a skipped one (state stopped, gpu_count ignored), no GPU found, or bad sizes: no verdict.
+    for probes in ({}, {'gpus': {'skipped': True}}, {'gpus': {'count': 0, 'backend': 'none'}}):
+        assert problems(probes, sglang_server_args=['--tp', '16']) == []
+    assert len(problems(eight, sglang_server_args=['--tp', 'x'])) == 1  # check_read_values names it
 
 
 def test_the_defaults_pass():
@@ -139,3 +153,30 @@ def test_refused(changed):
     found = problems(**changed)
     name = list(changed)[0]
     assert len(found) == 1 and found[0].startswith(name + ' = '), found
+
+
+@pytest.mark.parametrize('stall, overall', [(30, 30), ('29', 30), (1, '3000'), ('3000', '3000')])
+def test_a_stall_limit_within_the_whole_start_passes(stall, overall):
+    assert problems(sglang_server_stall_timeout=stall, sglang_server_timeout=overall) == []
+
+
+def test_a_stall_limit_beyond_the_whole_start_is_refused():
+    assert problems(sglang_server_stall_timeout='31', sglang_server_timeout='30') == [
+        'sglang_server_stall_timeout = "31" is not allowed: at most sglang_server_timeout ("30"), the limit of the whole '
+        'start: a longer stall limit would never fire']
+
+
+@pytest.mark.parametrize('changed', [
+    {'sglang_server_stall_timeout': 'ten', 'sglang_server_timeout': 5},
+    {'sglang_server_stall_timeout': 60, 'sglang_server_timeout': 0},
+    {'sglang_server_stall_timeout': 60, 'sglang_server_timeout': MISSING},
+])
+def test_a_bad_number_is_named_once_not_compared(changed):
+    found = problems(**changed)
+    assert len(found) == 1 and 'an integer of at least 1' in found[0], found
+
+
+@pytest.mark.parametrize('path', ['/srv/models/../etc', '/srv/./models', '/srv/models/..', '/srv/models/.'])
+def test_the_model_path_message_says_no_dot_segments(path):
+    found = problems(sglang_server_model_path=path)
+    assert len(found) == 1 and 'no . or .. segments' in found[0], found

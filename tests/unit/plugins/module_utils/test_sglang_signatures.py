@@ -55,6 +55,10 @@ REAL_FAILURES = [
     ('port_in_use', [
         "ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 30000): address already in use",
     ]),
+    # socket.bind's own text, as the scheduler's ZMQ/NCCL ports and other binds raise it: capitalized.
+    ('port_in_use', [
+        'OSError: [Errno 98] Address already in use',
+    ]),
     ('warmup_failed', [
         '[2026-11-30 10:05:00] Initialization failed. warmup error: Traceback (most recent call last):',
     ]),

@@ -9,7 +9,7 @@ import json
 import os
 
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_watch import (
-    Deadline, LogFollower, ProgressFile, StallTimer, last_start_offset, phase_of,
+    Deadline, LogFollower, ProgressFile, StallTimer, find_last_start, last_start_offset, phase_of,
 )
 
 
@@ -87,6 +87,30 @@ def test_last_start_offset_finds_the_last_start_across_chunks(tmp_path):
     log.write_text(first + second)
     assert last_start_offset(str(log), chunk=16) == len(first)
     assert last_start_offset(str(tmp_path / 'missing.log')) == 0
+    # Absent and at byte 0 are told apart: a log rotated since the start holds no marker at all.
+    assert find_last_start(str(tmp_path / 'missing.log')) is None
+    log.write_text(second)
+    assert find_last_start(str(log)) == 0
+    log.write_text('after a copytruncate rotation\n')
+    assert find_last_start(str(log)) is None and last_start_offset(str(log)) == 0
+
+
+def test_the_tail_keeps_the_servers_lines_not_the_gates_access_lines(tmp_path):
+    # The gate probes once a second while a start warms up; its access lines would push the
+    # server's own last lines out of the tail shown on failure.
+    log = tmp_path / 'server.log'
+    log.write_text('')
+    follower = LogFollower(str(log), offset=0, tail_lines=3)
+    lines = ['[2026-12-04 10:00:00] Load weight end.', 'Traceback (most recent call last):',
+             'RuntimeError: the reason']
+    access = ['[2026-12-04 10:00:0%d] INFO:     127.0.0.1:4%d - "GET /health_generate HTTP/1.1" 503 Service Unavailable'
+              % (n, n) for n in range(5)]
+    access.append('[2026-12-04 10:00:06] INFO:     127.0.0.1:49 - "POST /generate HTTP/1.1" 200 OK')
+    with open(str(log), 'a') as handle:
+        handle.write('\n'.join(lines[:2] + access[:3] + lines[2:] + access[3:]) + '\n')
+    read = follower.read_new()
+    assert len(read) == len(lines) + len(access)  # every line still reaches the signatures and the stall timer
+    assert list(follower.tail) == lines and follower.last_line == 'RuntimeError: the reason'
 
 
 def test_phases_only_move_forward():

@@ -102,3 +102,11 @@ def test_bad_arguments_are_refused_with_what_is_allowed(node, monkeypatch):
     assert done['failed'] and 'digest' in done['msg']
     done = invoke(converged, dict(node, timeout=0))
     assert done['failed'] and 'timeout must be at least 1 second' in done['msg']
+
+
+def test_a_node_whose_server_does_not_answer_is_not_recorded(node, monkeypatch):
+    patch_exits(monkeypatch)
+    Health.status = 503
+    done = invoke(converged, dict(node, state='recorded'))
+    assert done['failed'] and not os.path.exists(node['path'])
+    assert done['msg'] == 'not recorded as converged, the node does not serve: %s answered 503' % node['health_url']

@@ -237,8 +237,18 @@ def test_an_unreachable_gateway_is_named(gateway):
     ({'api_key_file': None}, 'one of the following is required: api_key, api_key_file'),
     ({'state': 'drained'}, 'value of state must be one of: present, absent, query, got: drained'),
     ({'gateway_url': 'gateway:30080', 'drain_timeout': -1, 'poll_interval': 0},
-     'gateway_url must be an http:// or https:// URL (got gateway:30080); drain_timeout must be at least 0 (got -1);'
-     ' poll_interval must be above 0 (got 0.0)'),
+     'gateway_url must be an http:// or https:// URL without spaces or control characters (got "gateway:30080");'
+     ' drain_timeout must be at least 0 (got -1); poll_interval must be above 0 (got 0.0)'),
+    # The worker's URL is sent and compared as written: shell text, a path or no port make no worker of it.
+    ({'worker_url': 'http://x y:1/v1;rm'},
+     'worker_url must be http://host:port or https://host:port: a host name or IPv4 address (letters, digits and . _ -)'
+     ' or an IPv6 address in brackets, a port from 1 to 65535 and no path (a trailing / at most), such as'
+     ' http://10.0.0.11:30000 (got "http://x y:1/v1;rm")'),
+    ({'worker_url': 'http://127.0.0.1:70000', 'metrics_url': 'http://127.0.0.1:1/metrics\nX: 1'},
+     'metrics_url must be an http:// or https:// URL without spaces or control characters (got'
+     ' "http://127.0.0.1:1/metrics\\nX: 1"); worker_url must be http://host:port'),
+    ({'gateway_url': 'http://admin:pw@gw x:30080'},
+     'gateway_url must be an http:// or https:// URL without spaces or control characters (got "http://***@gw x:30080")'),
 ])
 def test_argument_errors(gateway, options, message):
     result = gateway['run'](**options)

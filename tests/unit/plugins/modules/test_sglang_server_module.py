@@ -69,6 +69,39 @@ def test_start_is_gated_on_generation_and_a_second_start_changes_nothing(server)
     assert server['run'](state='healthy')['ready']
 
 
+@pytest.mark.parametrize('forget_the_record', [False, True])
+def test_a_rotated_log_does_not_make_a_serving_server_unready(server, forget_the_record):
+    # logrotate's copytruncate empties the log the server keeps writing: its start marker and ready
+    # line are gone. The run that passed the gate is ready by its record (ready.json); without one
+    # (a start at boot the gate never watched) the log cannot tell, and HTTP decides.
+    first = server['run'](revision='r1')
+    log = server['base']['log_path']
+    with open(log, 'r+') as handle:
+        handle.truncate(0)
+    if forget_the_record:
+        os.remove(os.path.join(os.path.dirname(log), 'ready.json'))
+    again = server['run'](revision='r1', timeout=5)
+    assert again['ready'] and again['changed'] is False and again['action'] == 'none'
+    assert again['pids'] == first['pids']
+
+
+def test_the_rollback_probes_with_the_restored_units_settings(server, tmp_path):
+    # The inventory (the failed new input) names another port, key and served name; the restored unit
+    # and its config name the server that runs. settings_from_unit needs the systemd manager.
+    unit = tmp_path / 'sglang-server.service'
+    config = tmp_path / 'sglang-server.yaml'
+    config.write_text('api-key: "sk-restored-key-1"\n')
+    base = server['base']
+    unit.write_text('[Service]\nExecStart=/py -m sglang.launch_server --config %s --port %d --served-model-name standin\n'
+                    % (config, base['port']))
+    refused = server['run'](settings_from_unit=str(unit))
+    assert refused['failed'] and 'settings_from_unit needs manager=systemd' in refused['msg']
+    from ansible_collections.inferops.gpu.plugins.module_utils.sglang_unit_settings import read_settings
+    settings = read_settings(str(unit))
+    assert settings['port'] == base['port'] and settings['api_key'] == 'sk-restored-key-1'
+    assert settings['served_model_name'] == 'standin'
+
+
 def test_another_revision_restarts_and_stop_leaves_nothing(server):
     first = server['run'](revision='r1')
     second = server['run'](revision='r2')
@@ -76,7 +109,10 @@ def test_another_revision_restarts_and_stop_leaves_nothing(server):
     assert set(second['stopped_before']) == set(first['pids']) and tree_gone(first['pids'])
     # A stop needs no command line (the pidfile names the server): as a role's stop task calls it.
     stopped = server['run'](state='stopped', command=None, environment={})
-    assert stopped['changed'] and tree_gone(second['pids'])
+    assert stopped['changed'] and tree_gone(second['pids']) and stopped['revision_removed']
+    # The operator's stop is kept: no revision is left for a rollback to bring back.
+    run_dir = os.path.dirname(server['base']['log_path'])
+    assert not os.path.exists(os.path.join(run_dir, 'revision')) and not os.path.exists(os.path.join(run_dir, 'ready.json'))
     assert server['run'](state='stopped')['changed'] is False
 
 
