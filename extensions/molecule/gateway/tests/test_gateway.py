@@ -19,10 +19,11 @@ not a retry, is what keeps the client's failures at zero.
    the same drain and gates as a new release (the fast path runs the health gate and the server role).
 4. Check mode reports a changed setting of the gateway and changes nothing. Its retry policy
    switched on through the role (site.yml on the gateway host: its arguments changed, so it
-   restarts). A node that hangs right after its health gate passed (before the liveness timer's first
-   probe of that run): the gateway takes it out within its health window, the node restarts its
-   server itself (the liveness timer, armed by the gate's pass), it is back in rotation, and the
-   client sees no failed request (the gateway retried the hung ones).
+   restarts). A node that hangs after it was ready: the gateway takes it out within its health
+   window, the node restarts its server itself (liveness timer), it is back in rotation, and the
+   client sees no failed request (the gateway retried the hung ones). A node that hangs right after
+   its health gate passed, before the liveness timer's first probe of that run, is restarted too
+   (the gate's pass armed the timer).
 """
 
 import json
@@ -367,17 +368,13 @@ def gated_restart(node):
     raise AssertionError("the gateway did not see %s healthy again after its restart" % node)
 
 
-def test_a_node_hanging_right_after_its_gate_is_taken_out_and_restarts_itself(retrying_gateway):
+def test_a_node_hanging_after_ready_is_taken_out_and_restarts_itself(retrying_gateway):
     node = NODES[-1]
-    gated_restart(node)
     pid = main_pid(node)
     load = Load()
     time.sleep(3)
-    # The hang comes before the timer's first probe of this run (it starts only now): only the gate's
-    # pass can have armed the count.
     hung = time.time()
     assert "froze" in docker(node, "python3 /opt/inferops-src/sglang_standin/hang_after_ready.py 30000 stop")
-    docker(node, "systemctl start sglang-server-liveness.timer")
     back = None
     for dummy in range(120):
         time.sleep(1)
@@ -394,10 +391,31 @@ def test_a_node_hanging_right_after_its_gate_is_taken_out_and_restarts_itself(re
     # for the monitor's 0.25 s samples on a busy machine.
     assert out and out[0][0] - hung <= 12, "the gateway took %s out after %s" % (node, out)
     journal = docker(node, "journalctl --no-pager -u sglang-server-liveness.service")
-    assert "sglang liveness: sglang-server.service passed its health gate (invocation" in journal, journal[-2000:]
     assert "sglang liveness: restarting sglang-server.service after 3 failed /health_generate probes" in journal, journal[-2000:]
     # The requests the hung node held were retried on the others when it restarted.
     assert len(load.requests) >= RATE * 10 and load.failed() == [], load.why()
+
+
+def test_a_hang_right_after_the_gate_passed_is_restarted_by_liveness(retrying_gateway):
+    # No load here (the test above has it): the hang comes before the liveness timer's first probe of
+    # this run, so only the gate's pass (ready.json naming the unit's invocation) can have armed it.
+    node = NODES[0]
+    gated_restart(node)
+    pid = main_pid(node)
+    hung = time.time()
+    assert "froze" in docker(node, "python3 /opt/inferops-src/sglang_standin/hang_after_ready.py 30000 stop")
+    docker(node, "systemctl start sglang-server-liveness.timer")
+    back = None
+    for dummy in range(90):
+        time.sleep(1)
+        if main_pid(node) not in (pid, "0") and docker(GATEWAY, "curl -s http://127.0.0.1:30080/readiness").count(ALL_HEALTHY):
+            back = time.time()
+            break
+    journal = docker(node, "journalctl --no-pager -u sglang-server-liveness.service")
+    # 3 failed probes 5 s apart, each 503 after SGLANG_HEALTH_CHECK_TIMEOUT (3 s), then the restart.
+    assert back is not None and back - hung <= 60, "not restarted after its hang: %s" % journal[-2000:]
+    assert "sglang liveness: sglang-server.service passed its health gate (invocation" in journal, journal[-2000:]
+    assert "sglang liveness: restarting sglang-server.service after 3 failed /health_generate probes" in journal, journal[-2000:]
 
 
 def test_the_fleet_report_shows_how_the_gateway_sees_each_node(tmp_path):

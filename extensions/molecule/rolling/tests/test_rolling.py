@@ -402,5 +402,5 @@ def test_a_roll_refused_by_the_preflight_leaves_the_old_server_running_untouched
     assert docker(host, "cat /var/log/sglang/revision") == revision
     restored, seconds = task_result(roll.report, "inferops.gpu.sglang_server : Bring back the previous server behind "
                                                  "the health gate, unless it still runs", host)
-    assert restored is not None and restored.get("changed") is False and restored.get("action") == "none", restored
+    assert restored is not None and restored.get("changed") is False and restored.get("ready") is True, restored
     assert seconds is not None and seconds <= 20, seconds
