@@ -398,9 +398,12 @@ def test_a_node_hanging_after_ready_is_taken_out_and_restarts_itself(retrying_ga
     journal = docker(node, "journalctl --no-pager -u sglang-server-liveness.service")
     assert "sglang liveness: restarting sglang-server.service after 3 failed /health_generate probes" in journal, journal[-2000:]
     # The requests the hung node held were retried on the others when it restarted.
+    # On a failure: the gateway's breaker transitions and warnings, and the other node's liveness.
+    breaker = ("journalctl --no-pager -u sglang-gateway --since '-90s' | grep -E 'circuit|WARN|ERROR|etry|gw-1' "
+               "| grep -v 'path=/workers' | head -80")
+    liveness = "journalctl --no-pager -u sglang-server-liveness.service --since '-90s' | tail -20"
     assert len(load.requests) >= RATE * 10 and load.failed() == [], "%s\ngateway: %s\n%s liveness: %s" % (
-        load.why(), docker(GATEWAY, "journalctl --no-pager -u sglang-gateway --since '-90s' | grep -E 'circuit|WARN|ERROR|etry|gw-1' | grep -v 'path=/workers' | head -80"),
-        NODES[0], docker(NODES[0], "journalctl --no-pager -u sglang-server-liveness.service --since '-90s' | tail -20"))
+        load.why(), docker(GATEWAY, breaker), NODES[0], docker(NODES[0], liveness))
 
 
 def test_a_hang_right_after_the_gate_passed_is_restarted_by_liveness(retrying_gateway):
