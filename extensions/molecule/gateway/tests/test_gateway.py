@@ -373,6 +373,16 @@ def gated_restart(node):
     raise AssertionError("the gateway did not see %s healthy again after its restart" % node)
 
 
+def restarted_and_back(node, pid, seconds):
+    """When the node's server runs under another main PID and the gateway sees every node healthy
+    again (epoch seconds), or None after `seconds`."""
+    for dummy in range(seconds):
+        time.sleep(1)
+        if main_pid(node) not in (pid, "0") and docker(GATEWAY, "curl -s http://127.0.0.1:30080/readiness").count(ALL_HEALTHY):
+            return time.time()
+    return None
+
+
 def test_a_node_hanging_after_ready_is_taken_out_and_restarts_itself(retrying_gateway):
     node = NODES[-1]
     pid = main_pid(node)
@@ -380,12 +390,7 @@ def test_a_node_hanging_after_ready_is_taken_out_and_restarts_itself(retrying_ga
     time.sleep(3)
     hung = time.time()
     assert "froze" in docker(node, "python3 /opt/inferops-src/sglang_standin/hang_after_ready.py 30000 stop")
-    back = None
-    for dummy in range(120):
-        time.sleep(1)
-        if main_pid(node) not in (pid, "0") and docker(GATEWAY, "curl -s http://127.0.0.1:30080/readiness").count(ALL_HEALTHY):
-            back = time.time()
-            break
+    back = restarted_and_back(node, pid, 120)
     time.sleep(2)
     load.stop()
     out = [w for w in load.out_windows(node) if w[1] >= hung]
@@ -415,12 +420,7 @@ def test_a_hang_right_after_the_gate_passed_is_restarted_by_liveness(retrying_ga
     hung = time.time()
     assert "froze" in docker(node, "python3 /opt/inferops-src/sglang_standin/hang_after_ready.py 30000 stop")
     docker(node, "systemctl start sglang-server-liveness.timer")
-    back = None
-    for dummy in range(90):
-        time.sleep(1)
-        if main_pid(node) not in (pid, "0") and docker(GATEWAY, "curl -s http://127.0.0.1:30080/readiness").count(ALL_HEALTHY):
-            back = time.time()
-            break
+    back = restarted_and_back(node, pid, 90)
     journal = docker(node, "journalctl --no-pager -u sglang-server-liveness.service")
     # 3 failed probes 5 s apart, each 503 after SGLANG_HEALTH_CHECK_TIMEOUT (3 s), then the restart.
     assert back is not None and back - hung <= 60, "not restarted after its hang: %s" % journal[-2000:]
