@@ -16,10 +16,11 @@ export XDG_CACHE_HOME := $(ROOT)/.build/xdg-cache
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: demo check test lint sanity unit package molecule molecule-all bench bench-noop bench-serving bench-converge bench-rolling bench-mlenv tools engine clean distclean help
-.PHONY: tools-floor lint-floor sanity-floor unit-floor molecule-floor lock lock-check
+.PHONY: tools-floor lint-floor sanity-floor unit-floor molecule-floor lock lock-check contract
 
 help:
 	@echo "make demo | check | test | lint | sanity | unit | package | molecule SCENARIO=<$(SCENARIOS)> | bench | clean | distclean"
+	@echo "make contract: what the collection relies on in SGLang, checked in the real wheels of every supported release"
 	@echo "on the oldest supported ansible-core: make lint-floor | sanity-floor | unit-floor | molecule-floor FLOOR_SCENARIO=<name>"
 
 demo: tools engine
@@ -100,7 +101,7 @@ molecule-floor: tools-floor engine
 FIRST := bad_input
 BESIDE := rolling+sglang_server gateway+ml_env
 BESIDE_SCENARIOS := $(subst +, ,$(BESIDE))
-CHECKS := lint sanity unit package lock-check sanity-floor unit-floor
+CHECKS := contract lint sanity unit package lock-check sanity-floor unit-floor
 MAIN_SCENARIOS := $(foreach s,$(FIRST) $(filter-out $(FIRST) $(BESIDE_SCENARIOS),$(SCENARIOS)),"molecule SCENARIO=$(s)") molecule-floor
 test: tools tools-floor engine
 	@tools/test-images.sh
@@ -116,6 +117,12 @@ molecule-all: tools tools-floor engine
 lock: tools
 	ansible-playbook playbooks/lock.yml -e ml_env_profile=$(PROFILE) -e ml_env_uv_path=$(ROOT)/.build/venv/bin/uv \
 	  $(if $(VARS),-e @$(VARS)) -e ml_env_lock_dest=$(abspath $(or $(DEST),roles/ml_env/files/locks/$(PROFILE).txt))
+
+# What the collection relies on in SGLang (plugins/module_utils/sglang_versions.py), read in the real
+# wheels of every supported release (tools/sglang-wheels.lock, cached in .build/sglang-wheels): first
+# of the checks in `make test`, a few seconds once cached and the quickest verdict among them.
+contract: tools
+	tools/sglang-contract.sh
 
 # Real resolutions against PyPI: the CI profile's committed lock is what its pins resolve to today,
 # and the PyPI equivalent of the field-notes stack keeps its five pins under the role's resolver.

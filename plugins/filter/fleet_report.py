@@ -31,7 +31,7 @@ from ansible.errors import AnsibleFilterError
 
 COLUMNS = ['host', 'toolkit', 'stack', 'release', 'lock', 'env', 'gpus', 'topology', 'server', 'gateway', 'model', 'tok/s']
 # Shown first in the stack column, in this order; the rest is counted.
-KEY_PACKAGES = ['sglang', 'torch', 'sgl-kernel', 'flashinfer-python']
+KEY_PACKAGES = ['sglang', 'torch', 'sgl-kernel', 'sglang-kernel', 'flashinfer-python']
 MISSING = '-'
 CELL_WIDTH = 60
 

@@ -17,7 +17,13 @@ Each kind has fields of its own (``RULE_FIELDS``); a rule without them fails by 
 the missing field instead of passing or failing with an empty sentence.
 
 Version patterns: ``2.9.*`` matches a release prefix; ``0.3.21`` matches that public version
-with any local label; ``0.3.21+cu130`` matches exactly.
+with any local label; ``0.3.21+cu130`` matches exactly. ``same_version`` compares public versions
+(flashinfer-jit-cache ``0.7.2+cu130`` carries flashinfer-python ``0.7.2``'s version).
+
+Names in pins and rules compare as PEP 503 names (``normalize_name``): ``sglang_kernel`` and
+``SGLang-Kernel`` are ``sglang-kernel``. The kernel package changed its name, not its import
+(``sgl_kernel``): ``sgl-kernel`` up to 0.3.x, ``sglang-kernel`` from 0.4 on, two distributions, so
+a rule names the one of its version.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_probe import check_ready, port_open
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang_probe import check_follower, check_ready, port_open
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_signatures import SignatureScanner
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_watch import (
     READY_LINE, Deadline, StallTimer, phase_of,
@@ -99,9 +99,12 @@ class Gate:
         self.last_reason = None
         self.next_probe_at = 0.0
         self.probed_with_ready_line = False
-        self.worker = _Worker(lambda: check_ready(self.probe, self.deadline.clamp, self.ready_line,
-                                                  self.skip_warmup, self.expected_name),
-                              done=self.wake.set)
+        self.worker = _Worker(self._round, done=self.wake.set)
+
+    def _round(self):
+        if not self.do_probe:
+            return check_follower(self.probe, self.deadline.clamp)
+        return check_ready(self.probe, self.deadline.clamp, self.ready_line, self.skip_warmup, self.expected_name)
 
     def _wait_for_wake(self, seconds):
         self.wake.wait(seconds)
@@ -110,8 +113,10 @@ class Gate:
     # One poll: returns a result dict when the start is decided, None to keep waiting.
     def step(self):
         lines = self.log.read_new()
-        if lines:
+        # A tqdm bar's \r redraws grow the log without completing a line: progress all the same.
+        if lines or getattr(self.log, 'grew_by', 0):
             self.stall.grew()
+        if lines:
             self.scanner.feed(lines)
             if any(READY_LINE in line for line in lines):
                 self.ready_line = True
@@ -142,11 +147,6 @@ class Gate:
 
     def _probe(self):
         if self.port_open_at is None:
-            return None
-        if not self.do_probe:
-            # A follower node of a multi-node launch answers health with a dummy: its log decides.
-            if self.ready_line or self.skip_warmup:
-                return self._succeed()
             return None
         outcome = self.worker.take()
         if outcome is not None:

@@ -32,6 +32,8 @@ from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import s
 
 RUNNING = 'sglang:num_running_reqs'
 QUEUED = 'sglang:num_queue_reqs'
+# Reads of nothing in flight, a poll interval apart, that end a drain.
+QUIET_READS = 2
 # 409 answers of POST /workers name the worker's ID in their message.
 _ID_IN_MESSAGE = re.compile(r'with ID ([0-9a-fA-F-]{36})')
 _SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(\{.*\})?\s+(\S+)(\s+\S+)?\s*$')
@@ -384,8 +386,16 @@ class WorkerState:
                 self.url, self.result['healthy_workers'])
         self.result['worker'] = None
         counts = self._read_metrics()
-        while counts['in_flight'] > 0:
+        quiet = 0
+        while not counts['refused']:
+            # Nothing in flight twice, a poll apart: a request the tokenizer still holds, or one on its
+            # way to its scheduler, is in no scheduler's count for that moment.
+            quiet = quiet + 1 if counts['in_flight'] == 0 else 0
+            if quiet >= QUIET_READS:
+                break
             if not self._pause(self.drain_timeout):
+                if counts['in_flight'] == 0:
+                    break
                 raise GatewayError('%s still has %d request(s) in flight (running %d, queued %d) after %s s'
                                    ' (drain_timeout %s s)' % (self.url, counts['in_flight'], counts['running'],
                                                               counts['queued'], _seconds(self._elapsed()),

@@ -39,6 +39,12 @@ def describe_exit(code=None, sig=None):
     return 'exited with status %s' % code
 
 
+def self_killed_after_drain(props):
+    """A unit that failed only because its main process ended by SIGKILL while stopping."""
+    return (props.get('ActiveState') == 'failed' and props.get('Result') == 'signal'
+            and props.get('ExecMainCode') == '2' and props.get('ExecMainStatus') == str(int(signal.SIGKILL)))
+
+
 def _wait_gone(pids, alive, timeout, clock, sleep):
     end = clock() + timeout
     remaining = [p for p in pids if alive(p)]
@@ -212,10 +218,19 @@ class ProcessManager:
         return (True, None) if self.main_pid() else (False, 'not running')
 
     def stop(self, timeout):
-        """SIGTERM to the group and tree, SIGKILL after `timeout`; returns (stopped pids, survivors)."""
+        """SIGTERM to the main process, SIGKILL to the group and tree after `timeout`; returns (stopped
+        pids, survivors).
+
+        As systemd's KillMode=mixed: SGLang drains its requests in flight in the main process, while
+        its scheduler and detokenizer processes, which have no SIGTERM handler, keep serving them, and
+        then ends them itself. A SIGTERM to every process would kill the ranks mid-request.
+        """
         pids = self.pids()
         pid, dummy = self._recorded()
-        self._signal_all(pid, pids, signal.SIGTERM)
+        if pid and self._alive(pid):
+            self._signal_all(None, [pid], signal.SIGTERM)
+        else:
+            self._signal_all(pid, pids, signal.SIGTERM)
         alive = self._alive
         survivors = _wait_gone(pids, alive, timeout, self.clock, self.sleep)
         if survivors:
@@ -358,4 +373,10 @@ class SystemdManager:
         if rc != 0:
             raise LaunchError('systemctl stop %s failed: %s' % (self.unit, (err or out).strip()))
         survivors = _wait_gone(pids, lambda p: procfs.alive(p, self.proc), 10, self.clock, self.sleep)
+        after = self.show()
+        if self_killed_after_drain(after):
+            # sglang 0.5.9 ends its drain with kill_process_tree(include_parent=True): a SIGKILL to
+            # itself. systemd marks the unit failed for the stop this module asked for; a stop that
+            # timed out (Result=timeout) or a crash stays failed.
+            self.run(['systemctl', 'reset-failed', self.unit])
         return pids, survivors

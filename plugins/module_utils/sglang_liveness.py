@@ -266,7 +266,8 @@ def parse_args(argv):
     parser.add_argument('--unit', required=True, help='the server unit, such as sglang-server.service')
     parser.add_argument('--url', required=True, help='the /health_generate URL to probe')
     parser.add_argument('--failures', type=int, default=3, help='failed probes in a row before a restart')
-    parser.add_argument('--timeout', type=float, default=5.0, help='seconds one probe may take')
+    parser.add_argument('--timeout', type=float, default=25.0,
+                        help="seconds one probe may take (over SGLang's own 20 s health check)")
     parser.add_argument('--state-dir', default=STATE_DIR, help='where the JSON state file lives')
     parser.add_argument('--ready-file', default='', help="the sglang_server module's record of the run that passed "
                                                          'its health gate (ready.json): that run counts from the pass on')

@@ -16,9 +16,9 @@ from ansible_collections.inferops.gpu.plugins.module_utils.local_http import req
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_gate import Gate
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_launch import ProcessManager, SystemdManager
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_ops import Operations
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_probe import Probe, check_ready
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang_probe import Probe, check_follower, check_ready
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_watch import (
-    READY_LINE, LogFollower, ProgressFile, find_last_start, last_start_offset,
+    READY_LINE, LogFollower, ProgressFile, find_last_start,
 )
 
 
@@ -100,26 +100,32 @@ def build_operations(module, params, run):
         (served), or its log says so, or the log cannot tell (None) and HTTP decides."""
         return served or ready_line_since_last_start(params['log_path']) is not False
 
+    # With --log-level warning (or above) SGLang prints no INFO line, the ready line included; its
+    # /health_generate answers 503 until the warmup passed, so HTTP alone decides there.
+    skip_line = params['skip_warmup'] or not params['ready_line']
+
     def gate(attach, served=False):
-        # A fresh start is read from the current end of the log; a running one from its last start line.
-        offset = last_start_offset(params['log_path']) if attach else None
+        # A fresh start is read from the current end of the log; a running one from its last start
+        # line, or, when the log holds none (rotated, or a log level that hides it), from its end:
+        # the lines of earlier starts must not fail a server that runs well.
+        offset = find_last_start(params['log_path']) if attach else None
         log = LogFollower(params['log_path'], offset=offset, tail_lines=params['log_tail_lines'], secrets=secrets)
         if attach:
             manager.attach()
         progress = ProgressFile(paths['progress_path'], revision=(params.get('revision') or '').strip() or None)
         return Gate(manager, log, new_probe(), progress, params['host'], params['port'],
                     timeout=params['timeout'], stall_timeout=params['stall_timeout'],
-                    poll_interval=params['poll_interval'], skip_warmup=params['skip_warmup'],
+                    poll_interval=params['poll_interval'], skip_warmup=skip_line,
                     expected_name=params['served_model_name'], do_probe=params['probe'],
                     ready_line_seen=attach and ready_line_seen(served))
 
     def health(served=False):
         probe = new_probe()
-        seen = ready_line_seen(served)
         if not params['probe']:
-            seen = params['skip_warmup'] or seen
-            return seen, None if seen else 'the log has no ready line since the last start', probe
-        ready, reason, dummy = check_ready(probe, lambda s: s, seen, params['skip_warmup'], params['served_model_name'])
+            ready, reason, dummy = check_follower(probe, lambda s: s)
+            return ready, reason, probe
+        ready, reason, dummy = check_ready(probe, lambda s: s, ready_line_seen(served), skip_line,
+                                           params['served_model_name'])
         return ready, reason, probe
 
     ops = Operations(manager, gate, health, gpu_processes_reader(module, run), run_dir,

@@ -16,7 +16,11 @@ from __future__ import annotations
 import json
 import socket
 
-HEALTH_PATH = '/health_generate'
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang_versions import (
+    HEALTH, HEALTH_GENERATE, READY_LINE,
+)
+
+HEALTH_PATH = HEALTH_GENERATE
 PROMPT = 'The capital of France is'
 
 
@@ -83,14 +87,14 @@ class Probe:
         payload = json.dumps(body) if body is not None else None
         return self.http(method, self.url + path, self._headers(), payload, timeout)
 
-    def health(self, clamp):
-        status, text, error = self._call('GET', HEALTH_PATH, clamp(self.health_timeout))
+    def health(self, clamp, path=HEALTH_PATH):
+        status, text, error = self._call('GET', path, clamp(self.health_timeout))
         self.health_status = status
         if status == 200:
             return None
         if status is None:
-            return '%s: no answer (%s)' % (HEALTH_PATH, error)
-        return '%s answered %s %s' % (HEALTH_PATH, status, _short(text, 80))
+            return '%s: no answer (%s)' % (path, error)
+        return '%s answered %s %s' % (path, status, _short(text, 80))
 
     def generate(self, clamp):
         body = {'text': PROMPT, 'sampling_params': {'max_new_tokens': self.max_tokens, 'temperature': 0}}
@@ -140,7 +144,7 @@ def check_ready(probe, clamp, ready_line_seen, skip_warmup, expected_name=None):
     if reason:
         return False, reason, None
     if not skip_warmup and not ready_line_seen:
-        return False, "/health_generate is 200 but the log has no '%s' yet" % 'The server is fired up and ready to roll!', None
+        return False, "/health_generate is 200 but the log has no '%s' yet" % READY_LINE, None
     reason = probe.generate(clamp)
     if reason:
         return False, reason, probe.permanent
@@ -148,4 +152,18 @@ def check_ready(probe, clamp, ready_line_seen, skip_warmup, expected_name=None):
     if reason:
         return False, reason, 'served_model_name' if probe.served_model_name else None
     probe.info(clamp)
+    return True, None, None
+
+
+def check_follower(probe, clamp):
+    """A follower of a multi-node launch (--node-rank >= 1): (ready, reason, None).
+
+    Real SGLang runs no tokenizer, no warmup and no HTTP server there, and never prints the ready
+    line: once its schedulers are ready it starts a dummy health server (sglang_versions.FOLLOWER_LINE) that
+    answers 200 on /health whatever the schedulers do, and blocks. Its port opening with a 200 is
+    the whole of what a follower can say (the group's readiness is rank 0's contract).
+    """
+    reason = probe.health(clamp, HEALTH)
+    if reason:
+        return False, reason, None
     return True, None, None

@@ -17,6 +17,7 @@ from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import (
     os_family_check,
     CONTROL, DOT_SEGMENT, MISSING, check, is_absolute_path, is_int, is_list, is_mapping, is_port, is_secret, problem, shown,
 )
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang_versions import parse as parse_version, removed_arg_problems
 
 # Patterns end at \Z: `$` also matches before a trailing newline.
 # Paths go into unit settings that split on whitespace (ReadWritePaths=), hence a narrow set.
@@ -60,6 +61,9 @@ OWNED_ENV = {'HF_TOKEN': 'sglang_server_hf_token', 'HUGGING_FACE_HUB_TOKEN': 'sg
 READ_MINIMUM = {'tp': 1, 'pp': 1, 'node_rank': 0, 'nnodes': 1}
 READ_WHY = {'tp': "the preflight's GPU count", 'pp': "the preflight's GPU count", 'node_rank': 'whether the gate probes',
             'nnodes': 'a multi-node launch'}
+# Read values that are words, not numbers: {key: (allowed values, why)} (SGLang's own choices).
+READ_CHOICES = {'log_level': (('debug', 'info', 'warning', 'warn', 'error', 'critical', 'fatal'),
+                              'whether the log prints the ready line, an INFO line (the levels of logging)')}
 
 PATHS = (
     'sglang_server_home', 'sglang_server_log_dir', 'sglang_server_cache_dir', 'sglang_server_config_dir',
@@ -108,6 +112,7 @@ NAMES = (
     'sglang_server_throughput_ratio',
     'sglang_server_extra_environment',
     '__sglang_server_read_options',
+    'sglang_server_sglang_version',
     'inventory_hostname',
 ) + PATHS + tuple(name for name, _minimum in NUMBERS) + SECRETS + ARGS
 
@@ -296,7 +301,17 @@ def check_args(values, probes):
                     # A value after = may be a secret: never shown.
                     found.append(problem(where, option + ('=...' if '=' in arg else ''),
                                          'any other SGLang option: %s' % owned[0]))
+                for why in removed_arg_problems([option], values['sglang_server_sglang_version']):
+                    found.append(problem(where, option, 'an option sglang %s takes: %s'
+                                         % (values['sglang_server_sglang_version'], why)))
     return found
+
+
+def check_sglang_version(values, probes):
+    version = values['sglang_server_sglang_version']
+    if not isinstance(version, str) or parse_version(version) is None:
+        return [problem('sglang_server_sglang_version', version, 'an SGLang version such as 0.5.9 or 0.5.23')]
+    return []
 
 
 def _read_values(values):
@@ -343,7 +358,8 @@ def check_gpu_count(values, probes):
 
 
 def check_read_values(values, probes):
-    """The values the preflight and the probe read from the args (the last one given counts) must be numbers."""
+    """The values the preflight and the probe read from the args (the last one given counts) must be numbers
+    (the log level one of SGLang's choices)."""
     read, given = _read_values(values)
     if read is None:
         return []
@@ -354,6 +370,12 @@ def check_read_values(values, probes):
         found.append(problem(where, word, '%s followed by a number, not as the last argument' % word))
     for key in sorted(read, key=lambda one: read[one][0]):
         _position, where, word, option, value = read[key]
+        if key in READ_CHOICES:
+            allowed, why = READ_CHOICES[key]
+            if str(value).lower() not in allowed:
+                found.append(problem(where, word, 'one of %s as the value of %s (the role reads it for %s)'
+                                     % (', '.join(allowed), option, why)))
+            continue
         minimum = READ_MINIMUM.get(key, 1)
         if not is_int(value, minimum):
             found.append(problem(where, word, 'an integer of at least %d as the value of %s (the role reads it for %s)'
@@ -364,6 +386,7 @@ def check_read_values(values, probes):
 CHECKS = (
     check_os_family, check_model_path, check_host, check_port, check_served_model_name, check_accounts, check_unit_name,
     check_paths, check_toolkit_version, check_numbers, check_stall_timeout, check_log_rotate_size, check_protect_home,
-    check_preflight_ignore, check_throughput, check_secrets, check_extra_environment, check_args, check_read_values,
+    check_preflight_ignore, check_throughput, check_secrets, check_extra_environment, check_sglang_version, check_args,
+    check_read_values,
     check_gpu_count,
 )

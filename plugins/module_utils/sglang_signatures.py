@@ -1,17 +1,25 @@
 # -*- coding: utf-8 -*-
 # Copyright: inferops.gpu contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What an SGLang 0.5.9 log says went wrong, and what to do about it.
+"""What an SGLang log says went wrong, and what to do about it.
 
-The table is data (the texts come from the sglang 0.5.9 wheel and its issue tracker, see
-docs/architecture.md). Order matters: a root cause is listed before the lines it drags after it
-(a CUDA OOM is followed by `Scheduler hit an exception` and `Received sigquit`), and the first
-entry that matched any line wins.
+The table is data (the texts come from the sglang 0.5.9 and 0.5.23 wheels and their issue tracker,
+see docs/architecture.md; the contract step checks the ones sglang_versions.EVIDENCE names). Order
+matters: a root cause is listed before the lines it drags after it (a CUDA OOM is followed by
+`Scheduler hit an exception` and `Received sigquit`), and the first entry that matched any line wins.
 """
 
 from __future__ import annotations
 
 import re
+
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang_versions import (
+    CAPTURE_FAILED, IMPORT_WARNING, RANK_DIED,
+)
+
+# Lines no signature may match: SGLang logs them on healthy starts. The model registry quotes the
+# import error of every optional model module it skips, `undefined symbol` and version texts included.
+BENIGN = (IMPORT_WARNING,)
 
 # CSI sequences (colours, cursor moves) and the OSC/charset escapes loggers emit.
 _ANSI_RE = re.compile(r'\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07]*\x07|[()][0-9A-Za-z])')
@@ -28,8 +36,9 @@ SIGNATURES = (
         'cause': 'abi_mismatch',
         'patterns': [r'undefined symbol: (?P<symbol>\S+)', r'Could not load any common_ops library'],
         'summary': 'sgl-kernel cannot load against this torch (C++ ABI mismatch)',
-        'fix': 'pin the torch that sgl-kernel was built against (torch 2.9.1+cu130 for sgl-kernel 0.3.21+cu130) '
-               'in the ml_env profile and rebuild the release; ml_env_check names the missing symbol',
+        'fix': 'pin the torch that the kernel package was built against (torch 2.9.1+cu130 for sgl-kernel '
+               '0.3.21+cu130; sglang 0.5.23 ships it as sglang-kernel 0.4.x) in the ml_env profile and rebuild the '
+               'release; ml_env_check names the missing symbol',
     },
     {
         'cause': 'kernel_libs_too_old',
@@ -50,11 +59,38 @@ SIGNATURES = (
         'summary': 'the KV cache pool does not fit in the GPU memory left after the weights',
         'fix': 'raise --mem-fraction-static, free the GPU memory other processes hold, or shard over more GPUs (--tp)',
     },
+    # SGLang wraps any RuntimeError of the capture in `Capture cuda graph failed: {e}` (its hint
+    # always says memory): the inner error, on the same line, names the real cause.
     {
         'cause': 'cuda_graph_oom',
-        'patterns': [r'Capture cuda graph failed'],
-        'summary': 'CUDA graph capture ran out of memory',
-        'fix': 'lower --cuda-graph-max-bs or --mem-fraction-static (graphs need memory outside the KV pool)',
+        'patterns': [re.escape(CAPTURE_FAILED) + r': .*(?:out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED)'],
+        'summary': 'CUDA graph capture ran out of GPU memory',
+        'fix': 'lower the captured batch size (--cuda-graph-max-bs; --cuda-graph-max-bs-decode from sglang 0.5.23) '
+               'or --mem-fraction-static (graphs need memory outside the KV pool)',
+    },
+    {
+        'cause': 'cuda_graph_nccl',
+        'patterns': [re.escape(CAPTURE_FAILED) + r': .*(?:NCCL|nccl)'],
+        'summary': 'CUDA graph capture failed in a collective (NCCL or the custom all-reduce), not for memory',
+        'fix': 'check the node with gpu_health (P2P, ACS/IOMMU) and the NCCL profile of runtime_env; on PCIe hosts '
+               'run with --disable-custom-all-reduce; NCCL_DEBUG=INFO for the detail',
+    },
+    {
+        'cause': 'cuda_graph_kernel',
+        'patterns': [re.escape(CAPTURE_FAILED) + r': .*(?:no kernel image|invalid device function|illegal memory access'
+                     r'|illegal instruction|unspecified launch failure|CUDA error)'],
+        'summary': 'CUDA graph capture failed in a kernel, not for memory',
+        'fix': "a kernel of the stack does not run on these GPUs (no kernel image: a wheel built without their "
+               "architecture) or crashed: check that the kernel package and flashinfer of the release have kernels "
+               "for the GPUs' compute capability (gpu_info), and name the failing kernel with CUDA_LAUNCH_BLOCKING=1",
+    },
+    {
+        'cause': 'cuda_graph_failed',
+        'patterns': [re.escape(CAPTURE_FAILED)],
+        'summary': 'CUDA graph capture failed',
+        'fix': 'read the inner error after "Capture cuda graph failed:" in the log tail (SGLang wraps every error of '
+               'the capture in it, and its hint always says memory); --disable-cuda-graph (0.5.23: '
+               '--cuda-graph-backend-decode=disabled) confirms that the capture is the cause',
     },
     {
         'cause': 'cuda_oom',
@@ -91,11 +127,29 @@ SIGNATURES = (
         'fix': 'check sglang_server_model_path: it must be a model directory the service user can read',
     },
     {
+        'cause': 'missing_module',
+        'patterns': [r"ModuleNotFoundError: No module named '(?P<module>[^']+)'"],
+        'summary': 'the release lacks a Python module that SGLang imports',
+        'fix': "add the distribution that provides the named module to the ml_env profile's packages (or its lock) "
+               'and rebuild the release; list the module in the profile\'s imports so that ml_env_check catches it '
+               'at build time',
+    },
+    {
+        'cause': 'rank_killed',
+        # sglang 0.5.23 (entrypoints/engine.py _scheduler_died_error): -9 is a SIGKILL, most often the OOM killer.
+        'patterns': [r'Rank (?P<rank>[0-9]+) ' + RANK_DIED + r' \(exit code: -9\)'],
+        'summary': 'a rank was killed (SIGKILL) while it loaded: most often the kernel OOM killer (host memory)',
+        'fix': 'read `dmesg -T | grep -i oom` on the host; lower host memory use while loading (fewer loader '
+               'threads, other processes) or add memory',
+    },
+    {
         'cause': 'rank_crash',
-        # The sigquit text differs once the server has served a request (the tokenizer manager's handler).
+        # The sigquit text differs once the server has served a request (the tokenizer manager's handler);
+        # 0.5.23 names the rank that died while it started.
         'patterns': [r'Scheduler hit an exception', r'Received sigquit from a child process',
                      r'It usually means (?:the|one) child failed',
-                     r'scheduler is dead', r'Initialization failed\. Please see the error messages above'],
+                     r'scheduler is dead', r'Initialization failed\. Please see the error messages above',
+                     r'Rank (?P<rank>[0-9]+) ' + RANK_DIED + r' \(exit code: (?P<exit_code>-?[0-9]+)\)'],
         'summary': 'a tensor-parallel rank crashed and SGLang killed its process tree',
         'fix': "the rank's traceback is in the log tail; the lines before it name the failing step",
     },
@@ -145,6 +199,8 @@ class SignatureScanner:
 
     def feed(self, lines):
         for line in lines:
+            if any(benign in line for benign in BENIGN):
+                continue
             for table, found in ((_COMPILED, self.matches), (_COMPILED_HINTS, self.hints)):
                 for sig, regexes in table:
                     hit = found.get(sig['cause'])

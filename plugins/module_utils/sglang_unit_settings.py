@@ -15,9 +15,11 @@ from __future__ import annotations
 import json
 import shlex
 
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang_versions import prints_info
+
 # Options of SGLang's launch_server the gate needs, and what they set.
 _VALUED = {'--host': 'host', '--port': 'port', '--served-model-name': 'served_model_name',
-           '--node-rank': 'node_rank', '--config': 'config'}
+           '--node-rank': 'node_rank', '--config': 'config', '--log-level': 'log_level'}
 
 
 class SettingsError(Exception):
@@ -38,7 +40,7 @@ def exec_start(unit_text):
 
 
 def options(argv):
-    """{host, port, served_model_name, node_rank, config: the last value given, skip_warmup}."""
+    """{host, port, served_model_name, node_rank, config, log_level: the last value given, skip_warmup}."""
     found = {'skip_warmup': '--skip-server-warmup' in argv}
     words = iter(argv)
     for word in words:
@@ -64,7 +66,7 @@ def config_api_key(text):
 
 def read_settings(unit_path, read=None):
     """The gate's settings of the server the unit runs: host, port, served_model_name, api_key,
-    skip_warmup, probe (rank 0 of a multi-node launch only). read(path) -> text (injected for tests)."""
+    skip_warmup, ready_line (a log level that prints it), probe (rank 0 of a multi-node launch only). read(path) -> text (injected for tests)."""
     read = read or _read
     try:
         found = options(exec_start(read(unit_path)))
@@ -80,7 +82,8 @@ def read_settings(unit_path, read=None):
                             % (unit_path, found.get('port'), found.get('node_rank')))
     settings = {'host': found.get('host') or '127.0.0.1', 'port': port,
                 'served_model_name': found.get('served_model_name') or None,
-                'skip_warmup': found['skip_warmup'], 'probe': rank == 0, 'api_key': None}
+                'skip_warmup': found['skip_warmup'], 'ready_line': prints_info(found.get('log_level')),
+                'probe': rank == 0, 'api_key': None}
     if found.get('config'):
         try:
             settings['api_key'] = config_api_key(read(found['config']))

@@ -16,10 +16,7 @@ import re
 import time
 
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_signatures import redact, strip_ansi
-
-READY_LINE = 'The server is fired up and ready to roll!'
-# First line of every start (the parsed arguments); a log holds many starts, the last one counts.
-START_MARKER = 'server_args=ServerArgs('
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang_versions import READY_LINE, START_MARKERS
 
 # uvicorn's access lines of the readiness probe's own requests (one a second while the gate waits):
 # kept out of the tail shown on failure, where they would push out the server's own last lines.
@@ -71,19 +68,15 @@ class StallTimer:
         return self.quiet_for() >= self.seconds
 
 
-def last_start_offset(path, marker=START_MARKER, chunk=1 << 20):
-    """Byte offset of the line holding the last `marker` in the file (0 when absent or unreadable)."""
-    found = find_last_start(path, marker, chunk)
-    return found if found is not None else 0
-
-
-def find_last_start(path, marker=START_MARKER, chunk=1 << 20):
-    """Byte offset of the line holding the last `marker` in the file; None when absent or unreadable."""
+def find_last_start(path, markers=START_MARKERS, chunk=1 << 20):
+    """Byte offset of the line holding the last of any of `markers` in the file (each release prints
+    its own: sglang_versions.START_MARKERS); None when there is none, or the file is unreadable."""
     try:
         handle = open(path, 'rb')
     except (IOError, OSError):
         return None
-    needle = marker.encode()
+    needles = [marker.encode() for marker in markers]
+    longest = max(len(needle) for needle in needles)
     with handle:
         handle.seek(0, os.SEEK_END)
         end = handle.tell()
@@ -95,10 +88,11 @@ def find_last_start(path, marker=START_MARKER, chunk=1 << 20):
             pos -= step
             handle.seek(pos)
             data = handle.read(step) + tail
-            found = data.rfind(needle)
+            found = max(data.rfind(needle) for needle in needles)
             if found >= 0:
                 return _line_start(handle, pos + found, chunk)
-            tail = data[:len(needle)]
+            # A marker across the chunk boundary: the next (earlier) chunk is read with these bytes.
+            tail = data[:longest]
     return None
 
 
@@ -128,6 +122,9 @@ class LogFollower:
         self.tail = collections.deque(maxlen=tail_lines)
         self.partial = b''
         self.inode = None
+        # Bytes the last read_new took: a tqdm bar grows the log by \r redraws with no newline for
+        # minutes (CUDA graph capture), which is progress although no line completes.
+        self.grew_by = 0
         self.offset = offset if offset is not None else self._size()
         self.inode = self._inode()
 
@@ -146,6 +143,7 @@ class LogFollower:
         return st.st_ino if st else None
 
     def read_new(self, limit=4 << 20):
+        self.grew_by = 0
         st = self._stat()
         if st is None:
             return []
@@ -157,6 +155,7 @@ class LogFollower:
             handle.seek(self.offset)
             data = handle.read(limit)
         self.offset += len(data)
+        self.grew_by = len(data)
         data = self.partial + data
         pieces = data.split(b'\n')
         self.partial = pieces.pop()

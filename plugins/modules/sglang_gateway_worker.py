@@ -16,8 +16,10 @@ description:
     C(admin) role.
   - O(state=absent) takes the node out of rotation. It refuses when fewer than O(min_in_rotation) other healthy
     workers would stay, removes the worker (C(DELETE /workers/ID), every record of its URL), waits until the gateway
-    no longer lists it, and then reads the node's own C(/metrics) until C(sglang:num_running_reqs) plus
-    C(sglang:num_queue_reqs) is 0, so the requests the node already had are finished. A node that refuses
+    no longer lists it, and then reads the node's live load (C(GET /v1/loads), with O(worker_api_key)) until its
+    schedulers' running plus waiting requests are 0 twice in a row, a poll apart, so the requests the node already
+    had are finished. The gauges of C(/metrics) are samples (a request admitted after the last one reads 0 there);
+    they are read only from a server without C(/v1/loads). A node that refuses
     connections has nothing in flight. A node that is not registered is not changed, but its in-flight requests are
     still waited for, so a run repeated after a failure is safe. Both waits share O(drain_timeout).
   - O(state=present) registers the node (C(POST /workers)) when the gateway does not list it and waits until the
@@ -62,8 +64,9 @@ options:
     default: present
   metrics_url:
     description:
-      - The node's Prometheus endpoint (the server needs C(--enable-metrics), role variable
-        C(sglang_server_enable_metrics)). Defaults to O(worker_url) followed by C(/metrics).
+      - The node's Prometheus endpoint, read for the in-flight requests only when the server has no C(/v1/loads)
+        (an SGLang older than 0.5.9; it needs C(--enable-metrics), role variable C(sglang_server_enable_metrics)).
+        Defaults to O(worker_url) followed by C(/metrics).
     type: str
   drain_timeout:
     description: Seconds O(state=absent) waits for the gateway to drop the worker and for its in-flight requests to finish.
@@ -172,8 +175,9 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import shown
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang_node_load import NodeLoad
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_gateway import (
-    Gateway, NodeMetrics, WorkerState, normalise_url, worker_url_problem,
+    Gateway, WorkerState, normalise_url, worker_url_problem,
 )
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_module import http
 
@@ -237,7 +241,8 @@ def main():
 
     metrics_url = params['metrics_url'] or normalise_url(params['worker_url']) + '/metrics'
     gateway = Gateway(http, params['gateway_url'], api_key, timeout=params['timeout'])
-    metrics = NodeMetrics(http, metrics_url, timeout=params['timeout'])
+    metrics = NodeLoad(http, normalise_url(params['worker_url']), api_key=params['worker_api_key'],
+                       metrics_url=metrics_url, timeout=params['timeout'])
     worker = WorkerState(gateway, metrics, params['worker_url'], worker_api_key=params['worker_api_key'],
                          drain_timeout=params['drain_timeout'], healthy_timeout=params['healthy_timeout'],
                          min_in_rotation=params['min_in_rotation'], poll_interval=params['poll_interval'],

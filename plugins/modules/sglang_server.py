@@ -106,16 +106,25 @@ options:
     description: The server runs with C(--skip-server-warmup), so it never logs the ready line.
     type: bool
     default: false
+  ready_line:
+    description:
+      - The server's log level prints INFO lines (C(--log-level) info or debug, SGLang's default), so its log has
+        the ready line, which the gate then waits for. V(false) with C(--log-level warning) or above, which hides
+        it. Then C(/health_generate)'s 200, which SGLang answers only after its warmup passed, decides.
+    type: bool
+    default: true
   probe:
     description:
-      - Probe the HTTP endpoints. Set V(false) on nodes with C(--node-rank) 1 or more of a multi-node launch,
-        whose health endpoint is a dummy that always answers 200; their process and log are still watched.
+      - Probe the full readiness contract (rank 0). Set V(false) on the followers (C(--node-rank) 1 or more) of a
+        multi-node launch. Real SGLang runs no warmup and no HTTP server there and never logs the ready line; once
+        its schedulers are ready it starts a dummy health server that answers 200 on C(/health), and blocks. Such
+        a node is ready when that server answers; its process and log are still watched for failures.
     type: bool
     default: true
   settings_from_unit:
     description:
       - A unit file (O(manager=systemd)) whose C(ExecStart=) gives O(host), O(port), O(served_model_name),
-        O(skip_warmup) and O(probe) (C(--node-rank) 0), and whose C(--config) file gives O(api_key); they replace
+        O(skip_warmup), O(ready_line) (C(--log-level)) and O(probe) (C(--node-rank) 0), and whose C(--config) file gives O(api_key); they replace
         those options. A roll's rollback probes the server its restored files describe, not the failed new input.
       - An unreadable unit or config file fails before anything changes. Not read with O(state=stopped).
     type: path
@@ -349,6 +358,7 @@ def main():
             api_key=dict(type='str', no_log=True),
             served_model_name=dict(type='str'),
             skip_warmup=dict(type='bool', default=False),
+            ready_line=dict(type='bool', default=True),
             probe=dict(type='bool', default=True),
             revision=dict(type='str'),
             settings_from_unit=dict(type='path'),

@@ -202,8 +202,9 @@ def run_under_load(playbook, *args, **kwargs):
 
 
 # The server's arguments of the inventory, and a change of them alone: a restart with nothing else to do.
-ARGS = ["--tp", "1", "--cuda-graph-max-bs", "128", "--disable-custom-all-reduce"]
-NEW_ARGS = ["--tp", "1", "--cuda-graph-max-bs", "64", "--disable-custom-all-reduce"]
+# sglang 0.5.23's option names (molecule.yml): its argparse refuses --cuda-graph-max-bs as ambiguous.
+ARGS = ["--tp", "1", "--cuda-graph-max-bs-decode", "128", "--disable-custom-all-reduce"]
+NEW_ARGS = ["--tp", "1", "--cuda-graph-max-bs-decode", "64", "--disable-custom-all-reduce"]
 
 
 @pytest.fixture(scope="module")

@@ -120,7 +120,7 @@ def test_hardening(host):
         # The GPUs: no private /dev and no device allow-list (no DeviceAllow: ProtectClock adds none on
         # systemd >= 252).
         "PrivateDevices": "no", "MemoryDenyWriteExecute": "no", "DevicePolicy": "auto",
-        "KillMode": "control-group", "Restart": "on-failure", "LimitMEMLOCK": "infinity",
+        "KillMode": "mixed", "Restart": "on-failure", "LimitMEMLOCK": "infinity",
     }
 
 
@@ -132,3 +132,21 @@ def test_server_output_goes_to_the_log(host):
 def test_logrotate_accepts_its_file(host):
     out = host.run("logrotate -d /etc/logrotate.d/sglang-server")
     assert out.rc == 0 and "error" not in (out.stdout + out.stderr).lower(), out.stdout + out.stderr
+
+
+def test_each_host_serves_the_release_it_names(host, variables):
+    # inferops-sglang-1 plays sglang 0.5.9, inferops-sglang-2 0.5.23 (molecule.yml): the arguments are
+    # that release's, and the server speaks it (its start marker, the shape of its /v1/loads).
+    version = variables.get("sglang_server_sglang_version", "0.5.9")
+    unit = host.file("/etc/systemd/system/%s" % UNIT).content_string
+    log = host.file("/var/log/sglang/sglang-server.log").content_string
+    status, text = request(host, "/v1/loads?include=core", key=variables["sglang_server_api_key"])
+    assert status == 200, text
+    loads = json.loads(text)
+    if version == "0.5.23":
+        assert "--cuda-graph-max-bs-decode 128" in unit and "server_args={" in log
+        assert "accelerator" in loads and "aggregate" not in loads
+    else:
+        assert "--cuda-graph-max-bs 128" in unit and "server_args=ServerArgs(" in log
+        assert "aggregate" in loads
+    assert loads["loads"][0]["num_running_reqs"] == 0

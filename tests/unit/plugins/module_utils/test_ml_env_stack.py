@@ -26,6 +26,11 @@ FIELD_NOTES_PINS = {
     'torch': '2.9.1+cu130', 'sgl-kernel': '0.3.21+cu130', 'flashinfer-python': '0.6.4',
     'flashinfer-cubin': '0.6.4', 'sglang': '0.5.9',
 }
+# sglang 0.5.23's metadata: torch==2.14.1, sglang-kernel==0.4.10, flashinfer_python[cu13]==0.7.2.
+CURRENT_PINS = {
+    'torch': '2.14.1', 'sglang-kernel': '0.4.10', 'flashinfer-python': '0.7.2',
+    'flashinfer-cubin': '0.7.2', 'sglang': '0.5.23',
+}
 
 
 def role_rules(profile):
@@ -88,6 +93,59 @@ def test_a_broken_field_notes_stack_names_the_rule(change, rule, words):
     problems = failed(evaluate_rules(role_rules('sglang-0.5.9-cu130'), pins, '13.0', '3.12.3'))
     assert list(problems) == [rule]
     assert words in problems[rule]
+
+
+def test_the_current_stack_passes_its_own_rules():
+    assert failed(evaluate_rules(role_rules('sglang-0.5.23-cu130'), CURRENT_PINS, '13.0', '3.12.3')) == {}
+    # The jit-cache is optional; pinned, it carries flashinfer-python's version with its CUDA label.
+    pins = dict(CURRENT_PINS, **{'flashinfer-jit-cache': '0.7.2+cu130'})
+    assert failed(evaluate_rules(role_rules('sglang-0.5.23-cu130'), pins, '13.0', '3.12.3')) == {}
+
+
+@pytest.mark.parametrize('change, rule, words', [
+    # sglang-kernel 0.4.10 requires torch==2.14.1, which the torch pin overrides.
+    ({'torch': '2.14.0'}, 'sglang-kernel-0.4.10-needs-torch-2.14.1',
+     'sglang-kernel 0.4.10 needs torch 2.14.1; the pin set has torch 2.14.0'),
+    ({'torch': '2.15.0+cu130'}, 'sglang-kernel-0.4.10-needs-torch-2.14.1', 'the pin set has torch 2.15.0+cu130'),
+    # sglang 0.5.23 requires sglang-kernel==0.4.10.
+    ({'sglang-kernel': '0.4.9'}, 'sglang-0.5.23-needs-sglang-kernel-0.4.10',
+     'sglang 0.5.23 needs sglang-kernel 0.4.10; the pin set has sglang-kernel 0.4.9'),
+    ({'flashinfer-cubin': '0.7.1'}, 'flashinfer-python-matches-cubin', 'flashinfer-cubin 0.7.1'),
+    ({'flashinfer-jit-cache': '0.7.1+cu130'}, 'flashinfer-jit-cache-matches-python',
+     'flashinfer-python and flashinfer-jit-cache must carry the same version; the pin set has flashinfer-python 0.7.2, '
+     'flashinfer-jit-cache 0.7.1+cu130'),
+    ({'flashinfer-jit-cache': '0.7.2+cu128'}, 'cuda-local-tag-matches-toolkit', 'flashinfer-jit-cache 0.7.2+cu128 is built'),
+])
+def test_a_broken_current_stack_names_the_rule(change, rule, words):
+    pins = dict(CURRENT_PINS, **change)
+    problems = failed(evaluate_rules(role_rules('sglang-0.5.23-cu130'), pins, '13.0', '3.12.3'))
+    assert list(problems) == [rule]
+    assert words in problems[rule]
+
+
+def test_the_kernel_rules_know_both_names_of_the_kernel_package():
+    # The old name under the new sglang: the kernel of the new name is missing, the old one needs its torch.
+    pins = dict(CURRENT_PINS, **{'sgl-kernel': '0.3.21'})
+    del pins['sglang-kernel']
+    problems = failed(evaluate_rules(role_rules('sglang-0.5.23-cu130'), pins, '13.0', '3.12.3'))
+    assert problems == {
+        'sgl-kernel-0.3.21-needs-torch-2.9': 'sgl-kernel 0.3.21 needs torch 2.9.*; the pin set has torch 2.14.1',
+        'sglang-0.5.23-needs-sglang-kernel-0.4.10': 'sglang 0.5.23 needs sglang-kernel 0.4.10; the pin set has no sglang-kernel'}
+    # The new name is one PEP 503 name however it is spelled; the 0.3.21 rule does not judge it.
+    for spelling in ('sglang_kernel', 'SGLang-Kernel', 'sglang.kernel'):
+        pins = dict((k, v) for k, v in CURRENT_PINS.items() if k != 'sglang-kernel')
+        pins.update({spelling: '0.4.10+cu130', 'torch': '2.9.1+cu130'})
+        problems = failed(evaluate_rules(role_rules('sglang-0.5.23-cu130'), pins, '13.0', '3.12.3'))
+        assert list(problems) == ['sglang-kernel-0.4.10-needs-torch-2.14.1'], spelling
+    assert normalize_name('sglang_kernel') == 'sglang-kernel' != normalize_name('sgl_kernel')
+
+
+def test_the_current_stack_on_another_python_or_toolkit():
+    problems = failed(evaluate_rules(role_rules('sglang-0.5.23-cu130'), CURRENT_PINS, '13.0', '3.10.12'))
+    assert problems == {'python-supported': 'Python 3.10.12 is not supported by this stack (allowed: 3.11, 3.12, 3.13)'}
+    # No pin carries a local label (PyPI's builds are the CUDA 13 ones): only the profile's major says so.
+    problems = failed(evaluate_rules(role_rules('sglang-0.5.23-cu130'), CURRENT_PINS, '12.8', '3.12.3'))
+    assert list(problems) == ['profile-cuda-major-matches-toolkit']
 
 
 def test_cuda_rules_against_another_toolkit():

@@ -51,7 +51,8 @@ class Script:
         if not self.port_open(None, None):
             return None, '', 'Connection refused'
         path = url.split(':30000', 1)[1]
-        if path == '/health_generate':
+        self.asked = getattr(self, 'asked', []) + [path]
+        if path in ('/health_generate', '/health'):
             return (200 if self.health_ok_at is not None and self.now >= self.health_ok_at else 503), '', None
         return 200, {'/generate': self.generate, '/v1/models': MODELS_OK, '/model_info': '{}'}[path], None
 
@@ -170,10 +171,52 @@ def test_the_deadline_ends_a_start_that_keeps_logging(tmp_path):
     assert result['phase'] == 'loading'
 
 
-def test_a_follower_node_is_decided_by_its_log(tmp_path):
-    script = Script(tmp_path, HEALTHY, port_at=3.0, health_ok_at=None)
+# A follower of a multi-node launch as real SGLang runs it (entrypoints/engine.py, utils/common.py):
+# ranks load, then the dummy health server starts; no warmup, never the ready line.
+FOLLOWER = [(0.1, "[2026-12-04 10:00:00 TP8] Init torch distributed begin."),
+            (0.5, '[2026-12-04 10:00:01 TP8] Load weight begin. avail mem=90 GB'),
+            (3.0, '[2026-12-04 10:00:04] Dummy health check server started in background thread at 0.0.0.0:30000')]
+
+
+def test_a_follower_is_ready_when_its_health_server_answers_without_a_ready_line(tmp_path):
+    script = Script(tmp_path, FOLLOWER, port_at=3.0, health_ok_at=3.0)
     result = script.gate(do_probe=False).run()
-    assert result['ready'] and result['sample'] is None
+    assert result['ready'] and result['sample'] is None and 3.0 <= result['startup_seconds'] < 3.5
+    # No generate, no model name: a follower serves no HTTP but its dummy health server.
+    assert set(script.asked) == {'/health'}
+
+
+def test_a_follower_whose_health_server_never_answers_times_out(tmp_path):
+    script = Script(tmp_path, FOLLOWER[:2], port_at=None, health_ok_at=None)
+    result = script.gate(do_probe=False, timeout=10, stall_timeout=100).run()
+    assert not result['ready'] and result['cause'] == 'timeout'
+
+
+def test_a_follower_that_dies_fails_naming_the_cause(tmp_path):
+    timeline = FOLLOWER[:2] + [(1.0, '[2026-12-04 10:00:02 TP9] Scheduler hit an exception: Traceback (most recent call last):'),
+                               (1.1, 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB')]
+    script = Script(tmp_path, timeline, exit_at=1.5, port_at=None)
+    result = script.gate(do_probe=False).run()
+    assert not result['ready'] and result['cause'] == 'cuda_oom'
+
+
+def test_a_capture_bar_that_only_redraws_is_not_a_stall(tmp_path):
+    # tqdm on TP0 redraws with \r and no newline until the capture ends: minutes without a line.
+    script = Script(tmp_path, HEALTHY[:2], port_at=None)
+    bar = 'Capturing batches (bs=%d avail_mem=10.00 GB):  %d%%|'
+    redraws = [(1.0 + n, '\r' + bar % (256 - n, n)) for n in range(30)]
+    script.timeline = sorted(script.timeline + redraws)
+
+    def sleep(seconds):  # the redraws are written without a newline
+        script.now += seconds
+        time.sleep(0.001)
+        while script.timeline and script.timeline[0][0] <= script.now:
+            line = script.timeline.pop(0)[1]
+            with open(str(script.log), 'a') as handle:
+                handle.write(line if line.startswith('\r') else line + '\n')
+    script.sleep = sleep
+    result = script.gate(timeout=20, stall_timeout=5).run()
+    assert not result['ready'] and result['cause'] == 'timeout', result['msg']
 
 
 def test_progress_is_written_while_waiting(tmp_path):

@@ -63,6 +63,37 @@ def test_process_manager_runs_the_whole_tree_in_its_own_group_and_kills_it(manag
     assert not os.path.exists(str(tmp_path / 'server.pid'))
 
 
+# SGLang's shape at a stop: the main process drains on SIGTERM while its ranks (no SIGTERM handler,
+# so a SIGTERM kills them) finish the requests; then it ends them itself (kill_process_tree).
+DRAINING_MAIN = (
+    "import signal, subprocess, sys, time\n"
+    "kids = [subprocess.Popen([sys.executable, '-c', 'import time; print(\"rank up\", flush=True); time.sleep(600)'])"
+    " for _ in range(2)]\n"
+    "def drain(signum, frame):\n"
+    "    time.sleep(0.5)\n"
+    "    print('ranks alive after the drain: %d' % sum(k.poll() is None for k in kids), flush=True)\n"
+    "    for k in kids: k.kill()\n"
+    "    sys.exit(0)\n"
+    "signal.signal(signal.SIGTERM, drain)\n"
+    "print('main up', flush=True)\n"
+    "time.sleep(600)\n"
+)
+
+
+def test_a_stop_signals_the_main_process_only_so_the_ranks_serve_the_drain(tmp_path):
+    log = tmp_path / 'server.log'
+    mgr = ProcessManager(str(tmp_path / 'server.pid'), command=[sys.executable, '-c', DRAINING_MAIN],
+                         chdir=str(tmp_path), log_path=str(log))
+    mgr.start()
+    assert wait_for(lambda: log.read_text().count('up') == 3)
+    pids = mgr.pids()
+    stopped, survivors = mgr.stop(timeout=10)
+    assert sorted(stopped) == pids and survivors == []
+    # A SIGTERM to the whole group (KillMode=control-group) would have killed both ranks at once.
+    assert 'ranks alive after the drain: 2' in log.read_text()
+    assert not any(procfs.alive(p) for p in pids)
+
+
 def test_process_manager_reports_how_the_server_ended(tmp_path):
     mgr = ProcessManager(str(tmp_path / 'p.pid'), command=[sys.executable, '-c', 'import sys; sys.exit(3)'],
                          log_path=str(tmp_path / 'l.log'))
@@ -186,6 +217,23 @@ def test_the_identity_of_a_run_is_the_key_liveness_counts_by(tmp_path):
     assert mgr.identity() == 'active-since:123456' == sglang_liveness.invocation_key(sglang_liveness.parse_show(without))
     stopped = SystemdManager('sglang-server.service', Systemctl([SHOW_AUTO_RESTART]))
     assert stopped.identity() is None
+
+
+def test_a_stop_after_which_the_server_killed_itself_leaves_the_unit_clean(tmp_path):
+    # sglang 0.5.9 ends its drain with a SIGKILL to itself (kill_process_tree(include_parent=True)):
+    # systemd marks the unit failed for the stop that was asked for.
+    me = os.getpid()
+    self_killed = ('MainPID=0\nActiveState=failed\nSubState=failed\nResult=signal\nExecMainCode=2\n'
+                   'ExecMainStatus=9\nControlGroup=\nInvocationID=aaa\nNRestarts=0\nLoadState=loaded\n')
+    systemctl = Systemctl([SHOW_RUNNING.format(main=me), self_killed])
+    SystemdManager('sglang-server.service', systemctl, cgroup_root=cgroup(tmp_path, [])).stop(60)
+    assert [call[1] for call in systemctl.calls] == ['show', 'stop', 'show', 'reset-failed']
+    # A stop that ran out of time, or a server that crashed with another signal, stays failed.
+    for n, failed in enumerate((self_killed.replace('Result=signal', 'Result=timeout'),
+                                self_killed.replace('ExecMainStatus=9', 'ExecMainStatus=11'))):
+        systemctl = Systemctl([SHOW_RUNNING.format(main=me), failed])
+        SystemdManager('sglang-server.service', systemctl, cgroup_root=cgroup(tmp_path / str(n), [])).stop(60)
+        assert 'reset-failed' not in [call[1] for call in systemctl.calls]
 
 
 def test_systemd_manager_names_a_missing_unit_and_a_failed_start(tmp_path):

@@ -12,7 +12,7 @@ from ansible_collections.inferops.gpu.plugins.module_utils import sglang_server_
 from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import MISSING, run_checks
 
 READ_OPTIONS = {'--tp': 'tp', '--tp-size': 'tp', '--tensor-parallel-size': 'tp', '--pp': 'pp', '--pp-size': 'pp',
-                '--pipeline-parallel-size': 'pp', '--node-rank': 'node_rank', '--nnodes': 'nnodes'}
+                '--pipeline-parallel-size': 'pp', '--node-rank': 'node_rank', '--nnodes': 'nnodes', '--log-level': 'log_level'}
 
 
 def values(**changed):
@@ -29,7 +29,7 @@ def values(**changed):
         sglang_server_preflight_ignore=[], sglang_server_throughput_baseline=0, sglang_server_throughput_ratio=0.8,
         sglang_server_extra_environment={}, __sglang_server_read_options=READ_OPTIONS, sglang_server_limit_nofile=65536,
         sglang_server_args=['--tp', '8', '--cuda-graph-max-bs', '128'], sglang_server_extra_args=[],
-        inventory_hostname='node-1')
+        sglang_server_sglang_version='0.5.9', inventory_hostname='node-1')
     base.update(changed)
     assert sorted(base) == sorted(checks.NAMES)
     return base
@@ -54,6 +54,38 @@ def test_tp_times_pp_is_checked_against_the_gpus_gpu_info_found():
 
 def test_the_defaults_pass():
     assert problems() == []
+
+
+def test_an_option_the_release_no_longer_takes_is_refused_naming_its_replacement():
+    # sglang 0.5.23 has only --cuda-graph-max-bs-decode/-prefill: argparse exits 2, "ambiguous option".
+    found = problems(sglang_server_sglang_version='0.5.23')
+    assert found == ['sglang_server_args[2] = "--cuda-graph-max-bs" is not allowed: an option sglang 0.5.23 takes: '
+                     '--cuda-graph-max-bs is gone in sglang 0.5.23 (argparse exits 2: "ambiguous option"); use '
+                     '--cuda-graph-max-bs-decode (and --cuda-graph-max-bs-prefill)']
+    assert problems(sglang_server_sglang_version='0.5.23', sglang_server_args=['--cuda-graph-max-bs-decode', '128']) == []
+    assert problems(sglang_server_sglang_version='0.5.23.post1', sglang_server_extra_args=['--cuda-graph-max-bs=64'])
+    assert problems(sglang_server_sglang_version='0.5.16') == []
+
+
+def test_the_default_args_are_the_releases_own():
+    from ansible_collections.inferops.gpu.plugins.module_utils.sglang_versions import default_args
+    for version in ('0.5.9', '0.5.23', '0.5.23.post1', '0.6.0', '0.5.10'):
+        assert problems(sglang_server_sglang_version=version, sglang_server_args=default_args(version)) == [], version
+    assert '--cuda-graph-max-bs-decode' in default_args('0.5.23') and '--cuda-graph-max-bs' in default_args('0.5.9')
+
+
+@pytest.mark.parametrize('version', ['', 'latest', None, 5])
+def test_a_version_that_is_none_is_refused(version):
+    assert problems(sglang_server_sglang_version=version)[0].startswith('sglang_server_sglang_version = ')
+
+
+def test_a_log_level_is_one_of_loggings():
+    assert problems(sglang_server_args=['--log-level', 'warning']) == []
+    assert problems(sglang_server_args=['--log-level=ERROR']) == []
+    assert problems(sglang_server_args=['--log-level', 'loud']) == [
+        'sglang_server_args[1] = "loud" is not allowed: one of debug, info, warning, warn, error, critical, fatal as the '
+        'value of --log-level (the role reads it for whether the log prints the ready line, an INFO line (the levels of '
+        'logging))']
 
 
 def test_strings_as_from_e_pass():

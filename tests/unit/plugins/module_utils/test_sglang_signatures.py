@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: inferops.gpu contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Signature matching on the texts sglang 0.5.9 prints (from the wheel and its issue tracker)."""
+"""Signature matching on the texts sglang 0.5.9 and 0.5.23 print (from the wheels and the issue tracker)."""
 
 from __future__ import annotations
 
@@ -70,6 +70,34 @@ REAL_FAILURES = [
     ]),
     ('rank_crash', ['[2026-11-30 10:04:00] Rank 3 scheduler is dead. Please check if there are relevant logs.']),
     ('rank_crash', ['SIGQUIT received. signum=None, frame=None. It usually means one child failed.']),
+    # sglang 0.5.23, entrypoints/engine.py _scheduler_died_error.
+    ('rank_crash', ['RuntimeError: Rank 2 scheduler died during initialization (exit code: 1). If exit code is -9 '
+                    '(SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.']),
+    ('rank_killed', ['RuntimeError: Rank 5 scheduler died during initialization (exit code: -9). If exit code is -9 '
+                     '(SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.']),
+    # SGLang wraps any RuntimeError of the capture (model_executor/cuda_graph_runner.py; 0.5.23:
+    # runner/decode_cuda_graph_runner.py): the inner error names the cause, the hint always says memory.
+    ('cuda_graph_nccl', [
+        'torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, '
+        'unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.27.5',
+        'During handling of the above exception, another exception occurred:',
+        'Exception: Capture cuda graph failed: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, '
+        'unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.27.5',
+        '2. set --cuda-graph-max-bs to a smaller value (e.g., 16)',
+    ]),
+    ('cuda_graph_kernel', [
+        'torch.AcceleratorError: CUDA error: no kernel image is available for execution on the device',
+        'Exception: Capture cuda graph failed: CUDA error: no kernel image is available for execution on the device',
+        '2. set --cuda-graph-max-bs-decode to a smaller value (e.g., 16)',
+    ]),
+    ('cuda_graph_failed', ['Exception: Capture cuda graph failed: shape mismatch in the captured batch']),
+    # The real 0.5.9 launcher in a release without its dependencies (pybase64: srt/utils/common.py).
+    ('missing_module', [
+        'Traceback (most recent call last):',
+        '  File "/opt/ml-env/lib/python3.12/site-packages/sglang/srt/utils/common.py", line 53, in <module>',
+        '    import pybase64',
+        "ModuleNotFoundError: No module named 'pybase64'",
+    ]),
 ]
 
 
@@ -94,6 +122,39 @@ def test_the_abi_symbol_is_captured():
     scanner = SignatureScanner()
     scanner.feed(REAL_FAILURES[1][1])
     assert scanner.verdict()['detail'] == {'symbol': '_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib'}
+
+
+def test_a_capture_failure_names_its_inner_error_not_always_memory():
+    for cause, inner in (('cuda_graph_oom', 'CUDA out of memory. Tried to allocate 2.00 GiB.'),
+                         ('cuda_graph_nccl', 'NCCL error in: NCCLUtils.cpp:77, unhandled system error'),
+                         ('cuda_graph_kernel', 'CUDA error: an illegal memory access was encountered'),
+                         ('cuda_graph_failed', 'something else')):
+        scanner = SignatureScanner()
+        scanner.feed(['Exception: Capture cuda graph failed: ' + inner])
+        assert scanner.verdict()['cause'] == cause, inner
+    assert 'memory' not in [s for s in SIGNATURES if s['cause'] == 'cuda_graph_nccl'][0]['fix']
+
+
+def test_the_missing_module_is_named():
+    scanner = SignatureScanner()
+    scanner.feed(["ModuleNotFoundError: No module named 'pybase64'"])
+    verdict = scanner.verdict()
+    assert verdict['detail'] == {'module': 'pybase64'} and 'ml_env profile' in verdict['fix']
+
+
+def test_the_import_warnings_of_a_healthy_start_are_not_failures():
+    # models/registry.py logs every optional model module it could not import, on every start, as a
+    # WARNING quoting the error: an ABI or version text inside must not fail a healthy server.
+    scanner = SignatureScanner()
+    scanner.feed([
+        '[2026-12-04 10:00:02] Ignore import error when loading sglang.srt.models.deepseek_nextn: '
+        '/opt/ml-env/lib/python3.12/site-packages/sgl_kernel/common_ops.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi',
+        '[2026-12-04 10:00:02] Ignore import error when loading sglang.srt.models.mllama4: transformers is installed '
+        'with version 4.57.1, which is less than the minimum required version 4.58.0',
+        "[2026-12-04 10:00:02] Ignore import error when loading sglang.srt.models.phi4mm: No module named 'soundfile'",
+        '[2026-12-04 10:00:02] Ignore import error when loading sglang.srt.models.x: CUDA out of memory',
+    ])
+    assert scanner.verdict() is None and not scanner.fatal
 
 
 def test_cudnn_fix_names_the_switch():

@@ -40,7 +40,7 @@ def files(**extra):
 def test_the_restored_units_settings_are_read_back():
     settings = read_settings('/etc/systemd/system/sglang-server.service', files())
     assert settings == {'host': '0.0.0.0', 'port': 30001, 'served_model_name': 'kimi 100%', 'api_key': 'sk-old-"key',
-                        'skip_warmup': False, 'probe': True}
+                        'skip_warmup': False, 'ready_line': True, 'probe': True}
     assert exec_start(UNIT)[-2:] == ['--chat-template', '${HOME}/t']
 
 
@@ -50,11 +50,19 @@ def test_warmup_node_rank_and_equals_forms():
     assert settings['port'] == 30002 and settings['skip_warmup'] and settings['probe'] is False
 
 
+def test_a_log_level_that_hides_info_lines_means_no_ready_line():
+    for level, prints in (('warning', False), ('ERROR', False), ('info', True), ('debug', True)):
+        unit = UNIT.replace('--tp 8', '--tp 8 --log-level %s' % level)
+        assert read_settings('/u', files(**{'/u': unit}))['ready_line'] is prints, level
+    unit = UNIT.replace('--tp 8', '--log-level=warning')
+    assert read_settings('/u', files(**{'/u': unit}))['ready_line'] is False
+
+
 def test_defaults_without_the_options_and_a_config_without_a_key():
     unit = '[Service]\nExecStart=/py -m sglang.launch_server --config /c.yaml --model-path /m\n'
     settings = read_settings('/u', files(**{'/u': unit, '/c.yaml': '# no key\n'}))
     assert settings == {'host': '127.0.0.1', 'port': 30000, 'served_model_name': None, 'api_key': None,
-                        'skip_warmup': False, 'probe': True}
+                        'skip_warmup': False, 'ready_line': True, 'probe': True}
     assert config_api_key("api-key: plain\n") == 'plain' and config_api_key('api-key: ""\n') is None
 
 

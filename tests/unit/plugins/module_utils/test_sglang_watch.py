@@ -9,7 +9,7 @@ import json
 import os
 
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_watch import (
-    Deadline, LogFollower, ProgressFile, StallTimer, find_last_start, last_start_offset, phase_of,
+    Deadline, LogFollower, ProgressFile, StallTimer, find_last_start, phase_of,
 )
 
 
@@ -80,19 +80,41 @@ def test_follower_keeps_the_last_redraw_of_a_progress_bar_and_masks_secrets(tmp_
     assert list(follower.tail) == ["server_args=ServerArgs(api_key='********')", 'key ********']
 
 
-def test_last_start_offset_finds_the_last_start_across_chunks(tmp_path):
+def test_find_last_start_finds_the_last_start_across_chunks(tmp_path):
     log = tmp_path / 'server.log'
     first = "x server_args=ServerArgs(a)\n" + 'filler\n' * 50
     second = "y server_args=ServerArgs(b)\nready\n"
     log.write_text(first + second)
-    assert last_start_offset(str(log), chunk=16) == len(first)
-    assert last_start_offset(str(tmp_path / 'missing.log')) == 0
+    assert find_last_start(str(log), chunk=16) == len(first)
     # Absent and at byte 0 are told apart: a log rotated since the start holds no marker at all.
     assert find_last_start(str(tmp_path / 'missing.log')) is None
     log.write_text(second)
     assert find_last_start(str(log)) == 0
     log.write_text('after a copytruncate rotation\n')
-    assert find_last_start(str(log)) is None and last_start_offset(str(log)) == 0
+    assert find_last_start(str(log)) is None
+
+
+def test_find_last_start_knows_the_marker_of_every_release(tmp_path):
+    # sglang 0.5.9 logs f"{server_args=}" (the dataclass repr), 0.5.23 a dict of the resolved values.
+    log = tmp_path / 'server.log'
+    old = "[2026-12-04 10:00:00] server_args=ServerArgs(model_path='/m', api_key=None)\n" + 'old start line\n' * 40
+    new = "[2026-12-04 11:00:00] server_args={'model_path': '/m', 'api_key': None}\nnew start line\n"
+    log.write_text(old + new)
+    for chunk in (7, 16, 1 << 20):  # the marker across every chunk boundary
+        assert find_last_start(str(log), chunk=chunk) == len(old), chunk
+    log.write_text(new + 'x\n' * 40 + old)
+    assert find_last_start(str(log), chunk=16) == len(new) + 80
+
+
+def test_a_progress_bar_without_a_newline_is_growth(tmp_path):
+    # tqdm's capture bar redraws with \r and ends its line only when the capture is done.
+    log = tmp_path / 'server.log'
+    log.write_text('')
+    follower = LogFollower(str(log), offset=0)
+    with open(str(log), 'a') as handle:
+        handle.write('Capturing batches (bs=128 avail_mem=12.00 GB):   2%|')
+    assert follower.read_new() == [] and follower.grew_by > 0
+    assert follower.read_new() == [] and follower.grew_by == 0
 
 
 def test_the_tail_keeps_the_servers_lines_not_the_gates_access_lines(tmp_path):

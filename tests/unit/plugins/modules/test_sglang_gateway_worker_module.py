@@ -42,6 +42,8 @@ class World:
         self.workers = []          # records, with '_gone_at' while draining
         self.pending = {}          # id -> (record, ready_at)
         self.requests = []         # end times of the node's in-flight requests
+        self.loads = True          # the node has /v1/loads (else 404: a release older than the live count)
+        self.live_metrics = False  # /metrics shows the requests (as a fresh sample would)
         self.calls = []
         self.node_url = None
 
@@ -85,11 +87,22 @@ class Handler(BaseHTTPRequestHandler):
             world.tick()
             world.calls.append((method, self.path, body))
             if self.path == '/metrics':
-                count = len(world.requests)
+                # The gauges are samples (sglang samples them on a prefill, every 40th decode step, idle after
+                # 30 s): the node's requests started after the last sample, so /metrics says 0 throughout.
+                count = len(world.requests) if world.live_metrics else 0
                 text = recorded('metrics_idle.txt').replace(
                     'sglang:num_queue_reqs{model_name="/tmp/gwh/model"} 0.0',
                     'sglang:num_queue_reqs{model_name="/tmp/gwh/model"} %.1f' % count)
                 return self.answer(200, text, 'text/plain; version=0.0.4; charset=utf-8')
+            if self.path == '/v1/loads?include=core':
+                if not world.loads:
+                    return self.answer(404, {'detail': 'Not Found'})
+                # sglang 0.5.9's shape (entrypoints/v1_loads.py): the schedulers' live counts.
+                count = len(world.requests)
+                load = {'dp_rank': 0, 'num_running_reqs': count, 'num_waiting_reqs': 0, 'num_total_reqs': count}
+                return self.answer(200, {'timestamp': '2026-12-04T10:00:00+00:00', 'version': '0.5.9',
+                                         'dp_rank_count': 1, 'loads': [load],
+                                         'aggregate': {'total_running_reqs': count, 'total_waiting_reqs': 0}})
             auth = self.headers.get('Authorization')
             if auth is None:
                 return self.answer(401, recorded('unauthorized_missing.txt'), 'text/plain; charset=utf-8')
@@ -211,6 +224,17 @@ def test_drain_then_add_back_against_a_real_http_server(gateway):
 
     same = run(state='present')
     assert not same.get('failed') and not same['changed'] and same['waited'] < 1, same
+
+
+def test_without_v1_loads_the_drain_reads_the_metrics(gateway):
+    world, run = gateway['world'], gateway['run']
+    world.loads, world.live_metrics = False, True
+    started = time.monotonic()
+    drained = run(state='absent')
+    assert not drained.get('failed') and drained['in_flight'] == 0, drained
+    assert time.monotonic() - started >= SETTLE + TAIL
+    assert [c[1] for c in world.calls if c[1].startswith('/v1/loads')] == ['/v1/loads?include=core']  # asked once
+    assert [c for c in world.calls if c[1] == '/metrics']
 
 
 def test_the_drain_waits_for_min_in_rotation(gateway):

@@ -1,0 +1,40 @@
+# -*- coding: utf-8 -*-
+# Copyright: inferops.gpu contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The sglang_server role's waits against what real SGLang does (sglang_versions holds its figures)."""
+
+from __future__ import annotations
+
+import os
+
+import yaml
+
+from ansible_collections.inferops.gpu.plugins.module_utils import sglang_liveness
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang_versions import HEALTH_CHECK_SECONDS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def role_file(*parts):
+    with open(os.path.join(ROOT, 'roles', 'sglang_server', *parts)) as handle:
+        return handle.read()
+
+
+def test_a_liveness_probe_outwaits_sglangs_own_health_check():
+    # /health_generate may take HEALTH_CHECK_SECONDS (20) under load before it answers; a shorter probe
+    # timeout restarts a busy, healthy server after `failures` slow probes.
+    defaults = yaml.safe_load(role_file('defaults', 'main.yml'))
+    spec = yaml.safe_load(role_file('meta', 'argument_specs.yml'))['argument_specs']['main']['options']
+    assert defaults['sglang_server_liveness_timeout'] > HEALTH_CHECK_SECONDS
+    assert spec['sglang_server_liveness_timeout']['default'] == defaults['sglang_server_liveness_timeout']
+    # The script's own default, for a timer written by hand.
+    assert sglang_liveness.parse_args(['--url', 'http://127.0.0.1:30000/health_generate', '--unit', 'u.service',
+                                       '--failures', '3']).timeout > HEALTH_CHECK_SECONDS
+
+
+def test_a_stop_lets_sglang_drain_with_its_ranks_alive():
+    # KillMode=mixed: SIGTERM to the main process only, which drains while the ranks serve.
+    unit = role_file('templates', 'unit.j2')
+    assert '\nKillMode=mixed\n' in unit and 'KillMode=control-group' not in unit
+    defaults = yaml.safe_load(role_file('defaults', 'main.yml'))
+    assert defaults['sglang_server_stop_timeout'] >= 120
