@@ -366,17 +366,34 @@ class SystemdManager:
         return False, self._ended(props)
 
     def stop(self, timeout):
+        """Stop the unit (SIGTERM to the main process: KillMode=mixed) and wait `timeout` seconds at
+        most, then SIGKILL what is left: the unit's TimeoutStopSec is the operator's drain limit, a
+        caller may need less (a start that failed its gate serves nobody)."""
         props = self.show()
         pids = self.pids(props)
-        # systemd's TimeoutStopSec escalates to SIGKILL of the cgroup; give it that long plus a margin.
-        rc, out, err = self.run(['systemctl', 'stop', self.unit], timeout=timeout + 30)
+        rc, out, err = self.run(['systemctl', 'stop', '--no-block', self.unit])
         if rc != 0:
             raise LaunchError('systemctl stop %s failed: %s' % (self.unit, (err or out).strip()))
+        after, killed = self._wait_stopped(timeout), False
+        if after is None:
+            killed = True
+            self.run(['systemctl', 'kill', '--signal=SIGKILL', self.unit])
+            after = self._wait_stopped(30) or self.show()
         survivors = _wait_gone(pids, lambda p: procfs.alive(p, self.proc), 10, self.clock, self.sleep)
-        after = self.show()
-        if self_killed_after_drain(after):
+        if not killed and self_killed_after_drain(after):
             # sglang 0.5.9 ends its drain with kill_process_tree(include_parent=True): a SIGKILL to
             # itself. systemd marks the unit failed for the stop this module asked for; a stop that
-            # timed out (Result=timeout) or a crash stays failed.
+            # timed out, was ended by SIGKILL here, or a crash stays failed.
             self.run(['systemctl', 'reset-failed', self.unit])
         return pids, survivors
+
+    def _wait_stopped(self, timeout):
+        """The unit's properties once it is inactive or failed, None after `timeout` seconds."""
+        end = self.clock() + timeout
+        while True:
+            props = self.show()
+            if props.get('ActiveState') in ('inactive', 'failed'):
+                return props
+            if self.clock() >= end:
+                return None
+            self.sleep(0.2)

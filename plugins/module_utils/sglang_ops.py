@@ -22,6 +22,11 @@ import time
 
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang_launch import LaunchError
 
+# Seconds a start that failed its gate gets to stop before its tree is SIGKILLed. It serves no
+# client, and SGLang's drain waits for every request, the warmup's too: one stuck for good (a
+# warmup that never ends) would hold the stop for the whole drain limit (stop_timeout).
+CLEANUP_STOP_TIMEOUT = 10
+
 
 class OperationFailed(Exception):
     def __init__(self, msg, **result):
@@ -191,14 +196,14 @@ class Operations:
 
     def _cleanup(self):
         try:
-            stop = self._stop()
+            stop = self._stop(min(self.stop_timeout, CLEANUP_STOP_TIMEOUT))
         except OperationFailed as exc:
             return {'failed': exc.result['msg']}
         return {'stopped_pids': stop['stopped_pids'], 'gpu_release': stop['gpu_release']}
 
-    def _stop(self):
+    def _stop(self, timeout=None):
         try:
-            stopped, survivors = self.manager.stop(self.stop_timeout)
+            stopped, survivors = self.manager.stop(self.stop_timeout if timeout is None else timeout)
         except LaunchError as exc:
             raise OperationFailed(str(exc), cause='stop')
         if survivors:

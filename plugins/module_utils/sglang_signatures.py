@@ -127,6 +127,16 @@ SIGNATURES = (
         'fix': 'check sglang_server_model_path: it must be a model directory the service user can read',
     },
     {
+        'cause': 'bad_arguments',
+        # argparse's own error line (`<prog>: error: ...`, exit 2): 0.5.23 refuses --cuda-graph-max-bs as ambiguous.
+        'patterns': [r'^(?:usage: \S+.*\n?)?\S+(?: serve)?: error: (?P<error>(?:ambiguous option|unrecognized arguments'
+                     r'|argument \S+|the following arguments are required).*)'],
+        'summary': "SGLang's argument parser refused the command line",
+        'fix': 'make sglang_server_args and _extra_args options of the SGLang release the host runs '
+               '(sglang_server_sglang_version: 0.5.23 renamed --cuda-graph-max-bs to --cuda-graph-max-bs-decode); '
+               '`python -m sglang.launch_server --help` in the release lists them',
+    },
+    {
         'cause': 'missing_module',
         'patterns': [r"ModuleNotFoundError: No module named '(?P<module>[^']+)'"],
         'summary': 'the release lacks a Python module that SGLang imports',

@@ -36,6 +36,8 @@ FAST = {
     'SGLANG_STANDIN_TOKEN_SECONDS': '0',
     'SGLANG_STANDIN_GPU': '0',
     'SGLANG_HEALTH_CHECK_TIMEOUT': '3',
+    # the SIGTERM watchdog's poll (5 s in sglang): a stop after the first request takes about this long
+    'SGLANG_STANDIN_DRAIN_POLL_SECONDS': '0.2',
 }
 
 
@@ -108,6 +110,11 @@ class Standin:
         with open(self.log_path, errors='replace') as handle:
             return handle.read()
 
+    def raw_log(self):
+        """The log with its carriage returns (log() reads them as newlines)."""
+        with open(self.log_path, errors='replace', newline='') as handle:
+            return handle.read()
+
     def wait_for(self, text, timeout=15):
         """Seconds from start until text is in the log; fails when the process exits first."""
         deadline = time.monotonic() + timeout
@@ -131,6 +138,11 @@ class Standin:
         self.proc.send_signal(signal.SIGTERM)
         status = self.wait_exit(timeout)
         return status, time.monotonic() - tic
+
+    def rank_pids(self):
+        """The rank processes, in the order the main process started them (TP0 first)."""
+        ranks = [pid for pid in self.pids() if pid != self.proc.pid]
+        return sorted(ranks, key=lambda pid: (int((_stat(pid) or [0] * 20)[19]), pid))
 
     def request(self, method, path, body=None, key=None, timeout=10):
         """(status, text); ConnectionRefusedError while the port is closed."""

@@ -38,16 +38,22 @@ def test_gauges_count_requests_in_and_out_thread_safely():
     gauge.enqueue()
     gauge.enqueue()
     gauge.admit()
-    assert (gauge.running, gauge.queued) == (1, 1)
-    assert 'sglang:num_running_reqs{model_name="m"} 1.0' in gauge.render()
+    assert gauge.live() == (1, 1)
+    # the prefill sample counts the requests that were already running: none
+    assert 'sglang:num_running_reqs{model_name="m"} 0.0' in gauge.render()
     assert 'sglang:num_queue_reqs{model_name="m"} 1.0' in gauge.render()
+    gauge.decode_sample()
+    assert 'sglang:num_running_reqs{model_name="m"} 1.0' in gauge.render()
     gauge.finish(admitted=True)
     gauge.finish(admitted=False)  # left the queue on a timeout
-    assert (gauge.running, gauge.queued) == (0, 0)
+    assert gauge.live() == (0, 0)
+    assert gauge.gauges() == (1, 1)  # 0.5.9: stale until the idle refresh
 
 
 def test_metrics_show_running_and_queued_generation_requests(standin):
-    server = standin(['--tp', '2', '--enable-metrics'], env={'SGLANG_STANDIN_TOKEN_SECONDS': '0.005'})
+    # the idle refresh after 0.8 s instead of 30 s, so the end of the test sees it
+    server = standin(['--tp', '2', '--enable-metrics'], env={'SGLANG_STANDIN_TOKEN_SECONDS': '0.005',
+                                                             'SGLANG_STANDIN_METRICS_IDLE_SECONDS': '0.8'})
     server.wait_for(READY)
     assert gauges(server) == (0, 0)
     results = []
@@ -64,11 +70,13 @@ def test_metrics_show_running_and_queued_generation_requests(standin):
     while time.monotonic() < deadline and sum(seen) < 3:
         seen = gauges(server)
         time.sleep(0.02)
-    # the ranks take one request at a time: one runs, the others wait for it
+    # the ranks take one request at a time: one runs, the others wait for it (sampled every 40th decode step)
     assert seen == (1, 2)
     for thread in threads:
         thread.join(30)
     assert results == [200, 200, 200]
+    assert gauges(server) == (1, 0)  # the last decode sample, until the scheduler idles for a while
+    time.sleep(0.9)
     assert gauges(server) == (0, 0)
     server.terminate()
     server.assert_gone()
@@ -114,7 +122,7 @@ def test_hang_after_ready_freezes_generation_but_not_http(standin):
     waiter.join(10)
     assert answered == [200]  # ... and is answered once the scheduler runs again
     assert server.request('GET', '/health_generate')[0] == 200
-    assert server.terminate()[0] == 0
+    assert server.terminate()[0] == -9
     server.assert_gone()
 
 

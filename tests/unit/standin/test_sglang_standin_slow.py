@@ -51,5 +51,5 @@ def test_slow_keeps_health_and_answers_but_each_token_takes_longer(standin):
     assert 'Scheduler hit an exception' not in slow.log()
 
     status, took = slow.terminate()
-    assert status == 0
+    assert status == -9  # sglang 0.5.9's drain ends with SIGKILL to itself
     slow.assert_gone()

@@ -202,6 +202,9 @@ def run_under_load(playbook, *args, **kwargs):
 
 
 # The server's arguments of the inventory, and a change of them alone: a restart with nothing else to do.
+# molecule.yml's sglang_server_extra_environment, kept in the failing node's override.
+NODE_ENVIRONMENT = {"SGLANG_STANDIN_VERSION": "0.5.23", "SGLANG_STANDIN_DRAIN_POLL_SECONDS": "1",
+                    "SGLANG_STANDIN_TOKEN_SECONDS": "0.02", "SGLANG_HEALTH_CHECK_TIMEOUT": "3"}
 # sglang 0.5.23's option names (molecule.yml): its argparse refuses --cuda-graph-max-bs as ambiguous.
 ARGS = ["--tp", "1", "--cuda-graph-max-bs-decode", "128", "--disable-custom-all-reduce"]
 NEW_ARGS = ["--tp", "1", "--cuda-graph-max-bs-decode", "64", "--disable-custom-all-reduce"]
@@ -214,9 +217,7 @@ def roll():
     releases = dict((node, release(node)) for node in NODES)
     (rc, stats, messages, tail), load = run_under_load(
         "playbooks/rolling.yml", "-e", "ml_env_profile=ci-b",
-        host_vars={NODES[1]: {"sglang_server_extra_environment": {"SGLANG_STANDIN_TOKEN_SECONDS": "0.02",
-                                                                  "SGLANG_HEALTH_CHECK_TIMEOUT": "3",
-                                                                  "SGLANG_STANDIN_FAULT": "warmup_failed"}}})
+        host_vars={NODES[1]: {"sglang_server_extra_environment": dict(NODE_ENVIRONMENT, SGLANG_STANDIN_FAULT="warmup_failed")}})
     return rc, messages, tail, load, before, releases
 
 

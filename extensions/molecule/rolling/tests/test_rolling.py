@@ -39,7 +39,8 @@ FAILING, UNTOUCHED = HOSTS[1], HOSTS[2]
 NEW_ARGS = {"sglang_server_args": ["--tp", "1", "--cuda-graph-max-bs", "64", "--disable-custom-all-reduce"]}
 # A sample counts a host as down when it did not answer 200; at most this many at once (serial 1).
 BATCH = 1
-TOKEN_TIME = {"SGLANG_STANDIN_TOKEN_SECONDS": "0.02"}  # molecule.yml's, kept in the failing host's override
+# molecule.yml's, kept in the failing host's override.
+TOKEN_TIME = {"SGLANG_STANDIN_TOKEN_SECONDS": "0.02", "SGLANG_STANDIN_DRAIN_POLL_SECONDS": "1"}
 
 
 def ansible_playbook(playbook, *args, host_vars=None, timeout=1500):

@@ -236,6 +236,28 @@ def test_a_stop_after_which_the_server_killed_itself_leaves_the_unit_clean(tmp_p
         assert 'reset-failed' not in [call[1] for call in systemctl.calls]
 
 
+def test_a_stop_that_outlasts_its_timeout_is_ended_by_sigkill_and_stays_failed(tmp_path):
+    # SGLang's drain waits for every request (a warmup stuck for good too): past the caller's
+    # timeout, which may be shorter than the unit's TimeoutStopSec, the unit's processes are killed.
+    me = os.getpid()
+    deactivating = SHOW_RUNNING.format(main=me).replace('ActiveState=active', 'ActiveState=deactivating')
+    killed = ('MainPID=0\nActiveState=failed\nSubState=failed\nResult=signal\nExecMainCode=2\n'
+              'ExecMainStatus=9\nControlGroup=\nInvocationID=aaa\nNRestarts=0\nLoadState=loaded\n')
+    now = [0.0]
+
+    def sleep(seconds):
+        now[0] += seconds
+
+    systemctl = Systemctl([SHOW_RUNNING.format(main=me)] + [deactivating] * 30 + [killed])
+    mgr = SystemdManager('sglang-server.service', systemctl, cgroup_root=cgroup(tmp_path, []), clock=lambda: now[0],
+                         sleep=sleep)
+    mgr.stop(5)
+    assert ['systemctl', 'stop', '--no-block', 'sglang-server.service'] in systemctl.calls
+    assert ['systemctl', 'kill', '--signal=SIGKILL', 'sglang-server.service'] in systemctl.calls
+    # Killed here, not by itself after a drain: the failed state says so and stays.
+    assert 'reset-failed' not in [call[1] for call in systemctl.calls]
+
+
 def test_systemd_manager_names_a_missing_unit_and_a_failed_start(tmp_path):
     mgr = SystemdManager('nope.service', Systemctl(['LoadState=not-found\nActiveState=inactive\n']))
     with pytest.raises(LaunchError, match='nope.service does not exist'):

@@ -285,6 +285,7 @@ def frozen_standin(tmp_path):
     """A ready stand-in (CPU mode, 2 ranks, 1 s health timeout) in its own session: (port, log path)."""
     port = free_port()
     env = dict(os.environ, PYTHONPATH=STANDIN, SGLANG_STANDIN_GPU='0', SGLANG_STANDIN_LOAD_SECONDS='0.3',
+               SGLANG_STANDIN_DRAIN_POLL_SECONDS='0.2',
                SGLANG_STANDIN_WARMUP_SECONDS='0.1', SGLANG_STANDIN_TOKEN_SECONDS='0', SGLANG_HEALTH_CHECK_TIMEOUT='1',
                SGLANG_STANDIN_FAULT='', SGLANG_STANDIN_FAULT_FILE=str(tmp_path / 'no-fault'))
     (tmp_path / 'model').mkdir()

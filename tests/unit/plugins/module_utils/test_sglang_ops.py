@@ -35,6 +35,7 @@ class Manager:
 
     def stop(self, timeout):
         self.events.append('stop')
+        self.stop_timeouts = getattr(self, 'stop_timeouts', []) + [timeout]
         pids, self.running = self.pids(), False
         return pids, []
 
@@ -115,6 +116,8 @@ def test_a_failed_start_is_stopped_and_keeps_the_old_revision(tmp_path):
     assert manager.events == ['start', 'stop'] and not manager.running
     assert info.value.result['cleanup']['stopped_pids'] == [100, 101]
     assert (tmp_path / 'revision').read_text() == 'r1\n'
+    # It served nobody: no drain limit of minutes (a warmup stuck for good would hold SGLang's drain).
+    assert manager.stop_timeouts == [10]
 
 
 def test_a_running_but_unready_server_of_the_same_revision_is_waited_for_not_restarted(tmp_path):

@@ -91,6 +91,13 @@ REAL_FAILURES = [
         '2. set --cuda-graph-max-bs-decode to a smaller value (e.g., 16)',
     ]),
     ('cuda_graph_failed', ['Exception: Capture cuda graph failed: shape mismatch in the captured batch']),
+    # argparse of sglang 0.5.23 (prepare_server_args: prog "sglang serve", allow_abbrev on).
+    ('bad_arguments', [
+        'usage: sglang serve [-h] [--model-path MODEL_PATH] [--cuda-graph-max-bs-decode CUDA_GRAPH_MAX_BS_DECODE]',
+        'sglang serve: error: ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode, '
+        '--cuda-graph-max-bs-prefill',
+    ]),
+    ('bad_arguments', ['launch_server.py: error: unrecognized arguments: --no-such-option']),
     # The real 0.5.9 launcher in a release without its dependencies (pybase64: srt/utils/common.py).
     ('missing_module', [
         'Traceback (most recent call last):',

@@ -36,6 +36,8 @@ def server(tmp_path, monkeypatch):
                     '--tp', '2', '--served-model-name', 'standin'],
         'environment': {'PYTHONPATH': os.path.abspath(STANDIN), 'SGLANG_STANDIN_LOAD_SECONDS': '0.6',
                         'SGLANG_STANDIN_WARMUP_SECONDS': '0.3', 'SGLANG_STANDIN_GPU': '0',
+                        # SGLang's drain watchdog ticks every 5 s; the stops here need not wait that long.
+                        'SGLANG_STANDIN_DRAIN_POLL_SECONDS': '0.2',
                         'SGLANG_STANDIN_FAULT_FILE': str(tmp_path / 'fault')},
         'served_model_name': 'standin', 'stall_timeout': 20, 'timeout': 60,
     }
@@ -155,7 +157,8 @@ def test_a_silent_hang_fails_on_the_stall_timer(server):
 
 def test_503_forever_ends_at_the_deadline_naming_the_health_answer(server):
     (server['tmp'] / 'fault').write_text('unhealthy\n')
-    result = server['run'](timeout=5)
+    # The warmup request never ends, and SGLang's drain waits for it: the stop's timeout ends it (SIGKILL).
+    result = server['run'](timeout=5, stop_timeout=2)
     assert result['cause'] == 'timeout' and '503' in result['msg'] and result['phase'] == 'warmup'
 
 
@@ -164,7 +167,9 @@ def test_a_taken_port_is_named(server):
     holder.bind(('127.0.0.1', server['base']['port']))
     holder.listen(1)
     try:
-        result = server['run'](timeout=20)
+        # Its uvicorn never binds and the process waits on its warmup thread, deaf to SIGTERM (real
+        # uvicorn joins the warmup in its lifespan): the stop's timeout ends it.
+        result = server['run'](timeout=20, stop_timeout=2)
     finally:
         holder.close()
     assert result['cause'] == 'port_in_use'

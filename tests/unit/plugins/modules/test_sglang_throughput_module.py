@@ -42,6 +42,7 @@ def server(tmp_path, monkeypatch):
         'command': [sys.executable, '-m', 'sglang.launch_server', '--model-path', str(model), '--port', str(port),
                     '--config', str(config)],
         'environment': {'PYTHONPATH': os.path.abspath(STANDIN), 'SGLANG_STANDIN_LOAD_SECONDS': '0.3',
+                        'SGLANG_STANDIN_DRAIN_POLL_SECONDS': '0.2',
                         'SGLANG_STANDIN_WARMUP_SECONDS': '0.2', 'SGLANG_STANDIN_GPU': '0',
                         'SGLANG_STANDIN_TOKEN_SECONDS': '0.005',
                         'SGLANG_STANDIN_FAULT_FILE': str(tmp_path / 'fault')},
