@@ -223,16 +223,22 @@ def test_a_stop_after_which_the_server_killed_itself_leaves_the_unit_clean(tmp_p
     # sglang 0.5.9 ends its drain with a SIGKILL to itself (kill_process_tree(include_parent=True)):
     # systemd marks the unit failed for the stop that was asked for.
     me = os.getpid()
+    now = [0.0]
+
+    def sleep(seconds):  # the stopped pids are waited for: this test's own process never goes
+        now[0] += seconds
     self_killed = ('MainPID=0\nActiveState=failed\nSubState=failed\nResult=signal\nExecMainCode=2\n'
                    'ExecMainStatus=9\nControlGroup=\nInvocationID=aaa\nNRestarts=0\nLoadState=loaded\n')
     systemctl = Systemctl([SHOW_RUNNING.format(main=me), self_killed])
-    SystemdManager('sglang-server.service', systemctl, cgroup_root=cgroup(tmp_path, [])).stop(60)
+    SystemdManager('sglang-server.service', systemctl, cgroup_root=cgroup(tmp_path, []), clock=lambda: now[0],
+                   sleep=sleep).stop(60)
     assert [call[1] for call in systemctl.calls] == ['show', 'stop', 'show', 'reset-failed']
     # A stop that ran out of time, or a server that crashed with another signal, stays failed.
     for n, failed in enumerate((self_killed.replace('Result=signal', 'Result=timeout'),
                                 self_killed.replace('ExecMainStatus=9', 'ExecMainStatus=11'))):
         systemctl = Systemctl([SHOW_RUNNING.format(main=me), failed])
-        SystemdManager('sglang-server.service', systemctl, cgroup_root=cgroup(tmp_path / str(n), [])).stop(60)
+        SystemdManager('sglang-server.service', systemctl, cgroup_root=cgroup(tmp_path / str(n), []),
+                       clock=lambda: now[0], sleep=sleep).stop(60)
         assert 'reset-failed' not in [call[1] for call in systemctl.calls]
 
 
