@@ -8,52 +8,17 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import time
 
 import pytest
 import yaml
 
-from module_harness import (
-    SGLANG_STANDIN, assert_documented, assert_options_match_spec, free_port, invoke, patch_exits, record_argument_spec,
-)
+from module_harness import assert_documented, assert_options_match_spec, record_argument_spec
 
 from ansible_collections.inferops.gpu.plugins.module_utils import procfs
 from ansible_collections.inferops.gpu.plugins.modules import sglang_server
 
-STANDIN = SGLANG_STANDIN
-
-
-@pytest.fixture
-def server(tmp_path, monkeypatch):
-    patch_exits(monkeypatch)
-    port = free_port()
-    model = tmp_path / 'model'
-    model.mkdir()
-    base = {
-        'manager': 'process', 'log_path': str(tmp_path / 'log' / 'server.log'), 'port': port,
-        'command': [sys.executable, '-m', 'sglang.launch_server', '--model-path', str(model), '--port', str(port),
-                    '--tp', '2', '--served-model-name', 'standin'],
-        'environment': {'PYTHONPATH': os.path.abspath(STANDIN), 'SGLANG_STANDIN_LOAD_SECONDS': '0.6',
-                        'SGLANG_STANDIN_WARMUP_SECONDS': '0.3', 'SGLANG_STANDIN_GPU': '0',
-                        # SGLang's drain watchdog ticks every 5 s; the stops here need not wait that long.
-                        'SGLANG_STANDIN_DRAIN_POLL_SECONDS': '0.2',
-                        'SGLANG_STANDIN_FAULT_FILE': str(tmp_path / 'fault')},
-        'served_model_name': 'standin', 'stall_timeout': 20, 'timeout': 60,
-    }
-    (tmp_path / 'log').mkdir()
-    state = {'base': base, 'tmp': tmp_path}
-
-    def run(**overrides):
-        args = dict(base)
-        env = dict(base['environment'])
-        env.update(overrides.pop('env', {}))
-        args['environment'] = env
-        args.update(overrides)
-        return invoke(sglang_server, args)
-    state['run'] = run
-    yield state
-    invoke(sglang_server, dict(base, state='stopped'))
+# The `server` fixture (conftest.py) runs the real SGLang stand-in.
 
 
 def tree_gone(pids):

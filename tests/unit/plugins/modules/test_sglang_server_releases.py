@@ -8,47 +8,20 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import threading
 import urllib.request
 
 import pytest
 
-from module_harness import SGLANG_STANDIN, free_port, invoke, patch_exits
-
 from ansible_collections.inferops.gpu.plugins.module_utils import procfs
-from ansible_collections.inferops.gpu.plugins.modules import sglang_server
 
 RELEASES = ['0.5.9', '0.5.23']
 
 
-@pytest.fixture
-def server(tmp_path, monkeypatch):
-    patch_exits(monkeypatch)
-    port = free_port()
-    model = tmp_path / 'model'
-    model.mkdir()
-    (tmp_path / 'log').mkdir()
-    base = {
-        'manager': 'process', 'log_path': str(tmp_path / 'log' / 'server.log'), 'port': port,
-        'command': [sys.executable, '-m', 'sglang.launch_server', '--model-path', str(model), '--port', str(port),
-                    '--tp', '2', '--served-model-name', 'standin'],
-        'environment': {'PYTHONPATH': os.path.abspath(SGLANG_STANDIN), 'SGLANG_STANDIN_LOAD_SECONDS': '0.6',
-                        'SGLANG_STANDIN_WARMUP_SECONDS': '0.3', 'SGLANG_STANDIN_GPU': '0',
-                        'SGLANG_STANDIN_DRAIN_POLL_SECONDS': '0.2', 'SGLANG_STANDIN_CAPTURE_SECONDS': '0.2',
-                        'SGLANG_STANDIN_FAULT_FILE': str(tmp_path / 'fault')},
-        'served_model_name': 'standin', 'stall_timeout': 20, 'timeout': 60,
-    }
-
-    def run(version, extra_args=(), **overrides):
-        args = dict(base)
-        args['environment'] = dict(base['environment'], SGLANG_STANDIN_VERSION=version, **overrides.pop('env', {}))
-        args['command'] = base['command'] + list(extra_args)
-        args.update(overrides)
-        return invoke(sglang_server, args)
-    yield {'run': run, 'base': base, 'tmp': tmp_path, 'port': port}
-    # A 0.5.23 follower waits for rank 0's ShutdownReq and ignores SIGTERM: the stop's timeout ends it.
-    invoke(sglang_server, dict(base, state='stopped', stop_timeout=3))
+def run(server, version, extra_args=(), **overrides):
+    """The module against the stand-in playing `version`, with `extra_args` after its arguments."""
+    overrides['env'] = dict(overrides.get('env', {}), SGLANG_STANDIN_VERSION=version)
+    return server['run'](command=server['base']['command'] + list(extra_args), **overrides)
 
 
 def log_text(server):
@@ -60,13 +33,13 @@ def log_text(server):
 def test_a_stop_lets_a_request_in_flight_finish(server, version):
     # The ranks have no SIGTERM handler: a SIGTERM to the process group (KillMode=control-group)
     # would kill them mid-request. The main process alone drains.
-    started = server['run'](version, revision='r1')
+    started = run(server, version, revision='r1')
     assert started['ready'], started['msg']
     answer = {}
 
     def generate():
         body = json.dumps({'text': 'a long story', 'sampling_params': {'max_new_tokens': 1500, 'ignore_eos': True}})
-        request = urllib.request.Request('http://127.0.0.1:%d/generate' % server['port'], data=body.encode(),
+        request = urllib.request.Request('http://127.0.0.1:%d/generate' % server['base']['port'], data=body.encode(),
                                          headers={'Content-Type': 'application/json'})
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
@@ -76,7 +49,7 @@ def test_a_stop_lets_a_request_in_flight_finish(server, version):
     client = threading.Thread(target=generate)
     client.start()
     threading.Event().wait(0.5)
-    stopped = server['run'](version, state='stopped')
+    stopped = run(server, version, state='stopped')
     client.join(60)
     assert stopped['changed'] and not any(procfs.alive(p) for p in started['pids'])
     assert answer.get('status') == 200, answer
@@ -86,7 +59,7 @@ def test_a_stop_lets_a_request_in_flight_finish(server, version):
 
 @pytest.mark.parametrize('version', RELEASES)
 def test_a_follower_is_ready_on_its_health_server_without_a_ready_line(server, version):
-    result = server['run'](version, ['--nnodes', '2', '--node-rank', '1', '--dist-init-addr', '127.0.0.1:5757'],
+    result = run(server, version, ['--nnodes', '2', '--node-rank', '1', '--dist-init-addr', '127.0.0.1:5757'],
                            probe=False, revision='f1')
     assert result['ready'], result['msg']
     text = log_text(server)
@@ -97,7 +70,7 @@ def test_a_follower_is_ready_on_its_health_server_without_a_ready_line(server, v
 @pytest.mark.parametrize('version', RELEASES)
 def test_a_server_that_prints_no_info_lines_is_judged_by_http(server, version):
     # --log-level warning hides the start marker and the ready line (both INFO).
-    result = server['run'](version, ['--log-level', 'warning'], ready_line=False, revision='w1', timeout=30)
+    result = run(server, version, ['--log-level', 'warning'], ready_line=False, revision='w1', timeout=30)
     assert result['ready'], result['msg']
     text = log_text(server)
     assert 'ready to roll' not in text and 'server_args=' not in text
@@ -108,14 +81,14 @@ def test_the_current_releases_start_marker_keeps_old_failures_out_of_a_running_s
     # current release is then attached to from its own start marker, server_args={...}; were that
     # marker unknown, the log would be read from byte 0 and the old crash would fail a healthy server.
     (server['tmp'] / 'fault').write_text('rank_crash\n')
-    failed = server['run']('0.5.23', env={'SGLANG_STANDIN_FAULT_DELAY': '0.2'})
+    failed = run(server, '0.5.23', env={'SGLANG_STANDIN_FAULT_DELAY': '0.2'})
     assert failed['failed'] and failed['cause'] == 'rank_crash', failed['msg']
     (server['tmp'] / 'fault').write_text('none\n')
-    first = server['run']('0.5.23', revision='r1')
+    first = run(server, '0.5.23', revision='r1')
     assert first['ready'], first['msg']
     assert 'server_args={' in log_text(server)
     os.unlink(os.path.join(os.path.dirname(server['base']['log_path']), 'ready.json'))  # a run the gate never saw
-    again = server['run']('0.5.23', revision='r1')
+    again = run(server, '0.5.23', revision='r1')
     assert again['ready'] and not again['changed'], again.get('msg')
 
 
@@ -127,11 +100,11 @@ def test_the_current_releases_start_marker_keeps_old_failures_out_of_a_running_s
 ])
 def test_the_releases_failures_are_named(server, version, fault, cause):
     (server['tmp'] / 'fault').write_text(fault + '\n')
-    result = server['run'](version, env={'SGLANG_STANDIN_FAULT_DELAY': '0.2'})
+    result = run(server, version, env={'SGLANG_STANDIN_FAULT_DELAY': '0.2'})
     assert result['failed'] and result['cause'] == cause, result['msg']
 
 
 def test_the_current_release_refuses_the_old_option_as_real_argparse_does(server):
-    result = server['run']('0.5.23', ['--cuda-graph-max-bs', '128'], timeout=20)
+    result = run(server, '0.5.23', ['--cuda-graph-max-bs', '128'], timeout=20)
     assert result['failed'] and result['cause'] == 'bad_arguments', result['msg']
     assert any('ambiguous option: --cuda-graph-max-bs' in line for line in result['log_tail']), result['log_tail']
