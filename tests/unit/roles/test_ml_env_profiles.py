@@ -116,7 +116,7 @@ def test_a_pypi_equivalent_is_its_profile_without_local_versions(path):
     builtin = name.replace('-pypi', '-cu130') if name.startswith('sglang-') else 'sglang-0.5.9-cu130'
     pins = values['__ml_env_builtin_profiles'][builtin]['packages']
     left_out = set(pins) - set(pypi['packages'])
-    assert dict((pin, str(version).split('+')[0]) for pin, version in pins.items() if pin not in left_out) == pypi['packages']
+    assert dict((pin, str(version).split('+', maxsplit=1)[0]) for pin, version in pins.items() if pin not in left_out) == pypi['packages']
     assert pypi['index_url'] == 'https://pypi.org/simple' and not pypi.get('extra_index_urls')
     assert left_out <= {'flashinfer-cubin'}
 

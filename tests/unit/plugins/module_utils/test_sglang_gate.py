@@ -203,8 +203,8 @@ def test_a_follower_that_dies_fails_naming_the_cause(tmp_path):
 def test_a_capture_bar_that_only_redraws_is_not_a_stall(tmp_path):
     # tqdm on TP0 redraws with \r and no newline until the capture ends: minutes without a line.
     script = Script(tmp_path, HEALTHY[:2], port_at=None)
-    bar = 'Capturing batches (bs=%d avail_mem=10.00 GB):  %d%%|'
-    redraws = [(1.0 + n, '\r' + bar % (256 - n, n)) for n in range(30)]
+    meter = 'Capturing batches (bs=%d avail_mem=10.00 GB):  %d%%|'
+    redraws = [(1.0 + n, '\r' + meter % (256 - n, n)) for n in range(30)]
     script.timeline = sorted(script.timeline + redraws)
 
     def sleep(seconds):  # the redraws are written without a newline

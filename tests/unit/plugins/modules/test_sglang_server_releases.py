@@ -60,7 +60,7 @@ def test_a_stop_lets_a_request_in_flight_finish(server, version):
 @pytest.mark.parametrize('version', RELEASES)
 def test_a_follower_is_ready_on_its_health_server_without_a_ready_line(server, version):
     result = run(server, version, ['--nnodes', '2', '--node-rank', '1', '--dist-init-addr', '127.0.0.1:5757'],
-                           probe=False, revision='f1')
+                 probe=False, revision='f1')
     assert result['ready'], result['msg']
     text = log_text(server)
     assert 'Dummy health check server started in background thread at' in text
