@@ -227,6 +227,8 @@ def test_the_gateway_runs_hardened_with_its_keys_out_of_argv():
     assert docker(GATEWAY, "stat -c %U /proc/" + pid) == "smg"
     cmdline = docker(GATEWAY, "tr '\\0' ' ' </proc/%s/cmdline" % pid)
     assert KEY not in cmdline and NODE_KEY not in cmdline, cmdline
+    # smg's overload protection is off (roles/sglang_gateway/defaults/main.yml says why).
+    assert "--disable-worker-overload-protection" in json.loads(docker(GATEWAY, "cat /etc/sglang-gateway/sglang-gateway.json"))["argv"]
     written = docker(GATEWAY, "cat /etc/systemd/system/sglang-gateway.service /etc/sglang-gateway/sglang-gateway.json")
     assert KEY not in written and NODE_KEY not in written
     assert docker(GATEWAY, "stat -c '%U %a' /etc/sglang-gateway/sglang-gateway.secrets.json") == "smg 600"
