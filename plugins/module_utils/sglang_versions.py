@@ -143,6 +143,12 @@ EVIDENCE = {
         '0.5.9': ((_HTTP, 'HEALTH_CHECK_TIMEOUT = int(os.getenv("SGLANG_HEALTH_CHECK_TIMEOUT", %d))' % HEALTH_CHECK_SECONDS),),
         '0.5.23': ((_HTTP, 'HEALTH_CHECK_TIMEOUT = int(os.getenv("SGLANG_HEALTH_CHECK_TIMEOUT", %d))' % HEALTH_CHECK_SECONDS),),
     },
+    # A busy server is healthy while any request progresses (the stand-in answers so; the gateway's
+    # and the liveness timer's probes of a loaded node rely on it).
+    'health passes on any answer': {
+        '0.5.9': ((_HTTP, 'if _global_state.tokenizer_manager.last_receive_tstamp > tic:'),),
+        '0.5.23': ((_HTTP, 'if _global_state.tokenizer_manager.last_receive_tstamp > tic:'),),
+    },
     'health endpoints': {
         '0.5.9': ((_HTTP, '@app.get("/health")'), (_HTTP, '@app.get("/health_generate")')),
         '0.5.23': ((_HTTP, '@app.get("/health")'), (_HTTP, '@app.get("/health_generate")')),

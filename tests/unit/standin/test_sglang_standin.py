@@ -10,6 +10,7 @@ endpoints have their own files.
 
 from __future__ import annotations
 
+import concurrent.futures
 import importlib.util
 import json
 import os
@@ -132,6 +133,23 @@ def test_a_killed_rank_makes_health_fail_after_the_timeout(standin):
     assert server.terminate()[0] == -9
     assert 'Signal SIGTERM received while health check failed. Force exiting.' in server.log()
     server.assert_gone()
+
+
+def test_a_busy_server_is_healthy_while_other_requests_progress(standin):
+    # http_server.health_generate passes once *any* answer came back since it started, looked at
+    # every second: its own one-token request may wait behind others for longer than the timeout.
+    server = standin(env={'SGLANG_HEALTH_CHECK_TIMEOUT': '2', 'SGLANG_STANDIN_TOKEN_SECONDS': '0.05'})
+    server.wait_for(READY)
+    body = {'text': 'Hi', 'sampling_params': {'max_new_tokens': 10}}  # 0.5 s each, one at a time
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        busy = [pool.submit(server.request, 'POST', '/generate', body, None, 30) for dummy in range(12)]
+        time.sleep(0.3)
+        tic = time.monotonic()
+        assert server.request('GET', '/health_generate')[0] == 200  # 6 s of requests ahead of its own
+        assert 0.9 < time.monotonic() - tic < 2  # at its first look, a second in: the others answered
+        assert [future.result()[0] for future in busy] == [200] * 12
+    assert "Health check failed" not in server.log()
+    server.terminate()
 
 
 def test_rank_env_is_logged(standin):

@@ -3,8 +3,9 @@
 The client sends 5 requests a second (at most 3000) through the gateway from the gateway host, with
 the API key the nodes and the gateway share (smg's --api-key); a
 monitor records the gateway's view of its workers every 0.25 s. The scenario's gateway does not
-retry (retry_max_retries 1), so a request that reaches a node while it restarts fails: the drain,
-not a retry, is what keeps the client's failures at zero.
+retry (retry_max_retries 1) and health-checks its nodes every 30 s, as a fleet's gateway does, so a
+request that reaches a node while it restarts fails: the drain, not a retry or a health check, is what
+keeps the client's failures at zero.
 
 1. The role: a non-root, hardened unit bound to the configured addresses, the keys in a 0600 file
    and never in argv, the inventory's two nodes as workers, Prometheus metrics.
@@ -18,7 +19,7 @@ not a retry, is what keeps the client's failures at zero.
    zero-failure assertions of 2 can fail. A roll of the arguments alone restarts the server behind
    the same drain and gates as a new release (the fast path runs the health gate and the server role).
 4. Check mode reports a changed setting of the gateway and changes nothing. Its retry policy
-   switched on through the role (site.yml on the gateway host: its arguments changed, so it
+   and 1 s health checks switched on through the role (site.yml on the gateway host: its arguments changed, so it
    restarts). A node that hangs after it was ready: the gateway takes it out within its health
    window, the node restarts its server itself (liveness timer), it is back in rotation, and the
    client sees no failed request (the gateway retried the hung ones). A node that hangs right after
@@ -345,8 +346,10 @@ def retrying_gateway(roll):
     # failures against the node that stayed healthy and opened its circuit breaker (seen 2026-12-04:
     # "0/2 available (1 healthy)" for 3 s, every request refused). The breaker's threshold is raised
     # with the retries, so the retried requests, not the breaker, decide what the client sees.
+    # Health checks every second (molecule.yml's 30 s are a fleet's): a hung node is taken out in seconds.
     rc, stats, messages, tail = ansible_playbook("site.yml", "-l", "sglang_gateway", "-e", "sglang_gateway_retry_max_retries=5",
-                                                 "-e", "sglang_gateway_cb_failure_threshold=50")
+                                                 "-e", "sglang_gateway_cb_failure_threshold=50",
+                                                 "-e", "sglang_gateway_health_check_interval=1")
     after = docker(GATEWAY, "systemctl show -p MainPID --value sglang-gateway")
     return rc, stats, tail, before, after
 
@@ -401,7 +404,7 @@ def test_a_node_hanging_after_ready_is_taken_out_and_restarts_itself(retrying_ga
     record("a node hangs after ready (retries on)", load, taken_out_after=round(out[0][0] - hung, 1) if out else None,
            back_after=round(back - hung, 1) if back else None)
     assert back is not None, "the hung node did not come back"
-    # Its health window: 2 failed checks of up to 3 s, 1 s apart (molecule.yml), 8 s; the rest is slack
+    # Its health window: 2 failed checks of up to 3 s, 1 s apart (retrying_gateway), 8 s; the rest is slack
     # for the monitor's 0.25 s samples on a busy machine.
     assert out and out[0][0] - hung <= 12, "the gateway took %s out after %s" % (node, out)
     journal = docker(node, "journalctl --no-pager -u sglang-server-liveness.service")
