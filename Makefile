@@ -16,11 +16,13 @@ export XDG_CACHE_HOME := $(ROOT)/.build/xdg-cache
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: demo check test lint sanity unit package molecule molecule-all bench bench-noop bench-serving bench-converge bench-rolling bench-mlenv tools engine clean distclean help
-.PHONY: tools-floor lint-floor sanity-floor unit-floor molecule-floor lock lock-check contract
+.PHONY: tools-floor lint-floor sanity-floor unit-floor molecule-floor lock lock-check contract triton gpu-wheels
 
 help:
 	@echo "make demo | check | test | lint | sanity | unit | package | molecule SCENARIO=<$(SCENARIOS)> | bench | clean | distclean"
 	@echo "make contract: what the collection relies on in SGLang, checked in the real wheels of every supported release"
+	@echo "make triton: runtime_env's Triton proof against real Triton 3.6 and CUDA 13 ptxas (no GPU)"
+	@echo "make gpu-wheels: the wheels the GPU scripts carry (.whl/, .gpuwheels/; docs/validation.md), from tools/gpu-wheels.lock"
 	@echo "on the oldest supported ansible-core: make lint-floor | sanity-floor | unit-floor | molecule-floor FLOOR_SCENARIO=<name>"
 
 demo: tools engine
@@ -101,7 +103,7 @@ molecule-floor: tools-floor engine
 FIRST := bad_input
 BESIDE := rolling+sglang_server gateway+ml_env
 BESIDE_SCENARIOS := $(subst +, ,$(BESIDE))
-CHECKS := contract lint sanity unit package lock-check sanity-floor unit-floor
+CHECKS := contract triton lint sanity unit package lock-check sanity-floor unit-floor
 MAIN_SCENARIOS := $(foreach s,$(FIRST) $(filter-out $(FIRST) $(BESIDE_SCENARIOS),$(SCENARIOS)),"molecule SCENARIO=$(s)") molecule-floor
 test: tools tools-floor engine
 	@tools/test-images.sh
@@ -124,10 +126,23 @@ lock: tools
 contract: tools
 	tools/sglang-contract.sh
 
+# runtime_env's Triton proof (tests/triton/) against the real Triton and CUDA 13 ptxas wheels of
+# tools/requirements-triton.txt, in .build/venv-triton: which ptxas Triton 3.6 runs for sm_90, sm_100
+# and sm_120 with the spec as the role renders it, and without TRITON_PTXAS_BLACKWELL_PATH.
+triton: tools
+	tools/triton-proof.sh
+
 # Real resolutions against PyPI: the CI profile's committed lock is what its pins resolve to today,
 # and the PyPI equivalent of the field-notes stack keeps its five pins under the role's resolver.
 lock-check: tools
 	tools/lock-check.sh
+
+# The wheels tests/gpu/run_*.sh carry to the GPU host, which has no network (docs/validation.md,
+# "Carried wheels"): .whl/ (ansible-core and its dependencies, uv) and .gpuwheels/ (the stand-in's
+# wheel and tests/gpu/sglang.yml's pins), emptied first, every download pinned with its hash in
+# tools/gpu-wheels.lock. Needs PyPI; not part of `make test`.
+gpu-wheels: tools
+	tools/gpu-wheels.sh
 
 # Benchmarks (not tests): each writes its figures into docs/benchmarks.md.
 bench: bench-serving bench-converge bench-rolling bench-mlenv bench-noop

@@ -298,6 +298,8 @@ def compose(results, options, facts):
         'checks': results,
         'count': facts['count'] if facts else 0,
         'driver_version': facts.get('driver_version', '') if facts else '',
+        # The NCCL the smoke test's ranks loaded, beside the driver: the two versions a TP>1 failure asks for.
+        'nccl_version': ((results.get('nccl') or {}).get('value') or {}).get('nccl_version') or '',
     }
 
 

@@ -7,7 +7,8 @@ What only the host shows comes from roles/ml_env/tasks/validate.yml as probes: t
 interpreter, of ml_env_path, of the uv given and of the CA bundle, the interpreter's answer, and the
 profile's lock as read on the controller. A probe that is absent or skipped gives no verdict.
 The compatibility rules are evaluated here as ml_env_check's precheck evaluates them
-(module_utils/ml_env_stack.py), the interpreter's version taken from its probe.
+(module_utils/ml_env_stack.py), the interpreter's version taken from its probe. The newer_than rules
+(version floors) also judge what the precheck does not see: the profile's overrides and its lock.
 """
 
 from __future__ import annotations
@@ -31,15 +32,17 @@ from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import (
     is_string,
     problem,
 )
-from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_lock import lock_problems
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_lock import lock_packages, lock_problems
 from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_stack import (
     CUDA_VERSION_RE,
     NAME_RE,
+    RELEASE_RE,
     RULE_KINDS,
     VERSION_RE,
     cuda_major,
     cuda_major_of_tag,
     evaluate_rules,
+    floor_results,
     normalize_name,
 )
 from ansible_collections.inferops.gpu.plugins.module_utils.network_input import RETIRED, network_problems
@@ -61,10 +64,10 @@ PIN_ALLOWED = ("a distribution name (letters, digits, '.', '_', '-') mapped to o
 IMPORT_ALLOWED = ('each import is {name: an import name like sgl_kernel, version: optional, a version (0.3.21, '
                   '2.9.1+cu130) or a release prefix (2.9.*), attribute: optional, the module attribute holding the '
                   'version (default __version__)}')
-RULE_VALUES_ALLOWED = ('packages two or more distribution names; package a distribution name; version a version '
-                       '(0.3.21, 2.9.1+cu130), a release prefix (2.9.*) or *; needs {package: a distribution name, '
-                       'version: like version}; major a CUDA major like 13; versions Python versions like 3.12; '
-                       'require_all true or false')
+RULE_VALUES_ALLOWED = ('packages two or more distribution names (newer_than: one or more); package a distribution '
+                       'name; version a version (0.3.21, 2.9.1+cu130), a release prefix (2.9.*) or * (newer_than: a '
+                       'release like 2.26.2); needs {package: a distribution name, version: like version}; major a CUDA '
+                       'major like 13; versions Python versions like 3.12; require_all true or false')
 
 NAMES = (
     'ml_env_profile',
@@ -259,10 +262,12 @@ def _bad_rule_fields(rule):
     def names_ok(names, least):
         return is_list(names) and len(names) >= least and all(is_string(n) and NAME_RE.match(n) for n in names)
 
+    # A floor is one release (2.26.2), which can be on one package.
+    floor = rule.get('kind') == 'newer_than'
     ok = {
-        'packages': lambda v: names_ok(v, 2),
+        'packages': lambda v: names_ok(v, 1 if floor else 2),
         'package': lambda v: is_string(v) and bool(NAME_RE.match(v)),
-        'version': lambda v: _is_version(v, VERSION_PATTERN),
+        'version': lambda v: _is_version(v, RELEASE_RE if floor else VERSION_PATTERN),
         'needs': lambda v: (is_mapping(v) and not set(v) - {'package', 'version'} and is_string(v.get('package', ''))
                             and bool(NAME_RE.match(v.get('package', ''))) and _is_version(v.get('version', ''), VERSION_PATTERN)),
         'major': lambda v: not is_mapping(v) and not is_list(v) and bool(DIGITS.match(str(v))),
@@ -353,7 +358,7 @@ def check_rule_verdicts(values, probes):
         elif rule['kind'] == 'cuda_major':
             name, value = cuda_var, cuda_version
         else:
-            if rule['kind'] == 'same_version':
+            if rule['kind'] in ('same_version', 'newer_than'):
                 involved = rule['packages']
             elif rule['kind'] == 'requires':
                 involved = [rule['package'], rule['needs']['package']]
@@ -362,11 +367,22 @@ def check_rule_verdicts(values, probes):
             from_extra = normal_extra & set(normalize_name(str(pin)) for pin in involved)
             name, value = ('ml_env_extra_packages', extra) if from_extra else ('%s.packages' % pvar, packages)
         found.append(problem(name, value, 'rule %s failed: %s' % (result['name'], result['message'])))
-    return found
+    # An override no pin replaces installs that version of a package the pins bring (nvidia-nccl-cu12 with
+    # torch): the floors judge it too. The precheck is given the pins only.
+    overrides = profile.get('overrides') if is_mapping(profile.get('overrides')) else {}
+    pinned = set(normalize_name(str(pin)) for pin in pins)
+    forced = dict((name, [version]) for name, version in overrides.items() if normalize_name(str(name)) not in pinned)
+    return found + _floor_messages(rules, forced, 'the override set', '%s.overrides' % pvar, overrides)
+
+
+def _floor_messages(rules, versions, source, name, value):
+    return [problem(name, value, 'rule %s failed: %s' % (result['name'], result['message']))
+            for result in floor_results(rules, versions, source) if not result['ok']]
 
 
 def check_lock(values, probes):
-    """The profile's lock, read on the controller: there, and holding exactly the pins."""
+    """The profile's lock, read on the controller: there, holding exactly the pins, and what the pins brought
+    (NCCL comes with torch) above the floors of the newer_than rules."""
     pvar, profile = _known_profile(values)
     read = _verdict(probes, 'lock')
     if pvar is None or read is None or as_bool(values['__ml_env_making_lock'] or False):
@@ -379,8 +395,12 @@ def check_lock(values, probes):
                         'PROFILE=%s, or playbooks/lock.yml)' % values['ml_env_profile'])]
     pins = dict(profile.get('packages') or {})
     pins.update(values['ml_env_extra_packages'] if is_mapping(values['ml_env_extra_packages']) else {})
-    return [problem('%s.lock' % pvar, where, 'a lock of exactly the pins, every requirement with a hash (%s)' % found)
-            for found in lock_problems(read['content'], pins=pins, where=where)]
+    found = [problem('%s.lock' % pvar, where, 'a lock of exactly the pins, every requirement with a hash (%s)' % found)
+             for found in lock_problems(read['content'], pins=pins, where=where)]
+    if _rule_messages(values, pvar, profile):
+        return found  # check_rules names the rules that cannot be evaluated
+    rules = [rule for dummy, entries in _rule_sets(values, pvar, profile) for rule in entries]
+    return found + _floor_messages(rules, lock_packages(read['content']), where, '%s.lock' % pvar, where)
 
 
 def check_keep_releases(values, probes):

@@ -12,6 +12,10 @@ A rule is data (the ml_env role keeps them in its profiles):
 - ``cuda_local_tag``: every ``+cuXYZ`` local version label names the CUDA toolkit's major.
 - ``cuda_major``: the profile's target CUDA ``major`` is the toolkit's major.
 - ``python_version``: the interpreter's ``major.minor`` is one of ``versions``.
+- ``newer_than``: each of ``packages`` that is pinned must be newer than the release ``version``,
+  as PEP 440's ``>version`` reads it (a post-release or local label of ``version`` is not newer).
+  A floor is often on a package no pin names (torch brings NCCL): ``floor_results`` judges what
+  a lock resolved, which only the role's input checks read.
 
 Each kind has fields of its own (``RULE_FIELDS``); a rule without them fails by name, kind and
 the missing field instead of passing or failing with an empty sentence.
@@ -31,7 +35,7 @@ from __future__ import annotations
 import json
 import re
 
-RULE_KINDS = ('same_version', 'requires', 'cuda_local_tag', 'cuda_major', 'python_version')
+RULE_KINDS = ('same_version', 'requires', 'cuda_local_tag', 'cuda_major', 'python_version', 'newer_than')
 # The fields each kind cannot do without; needs is {package, version}.
 RULE_FIELDS = {
     'same_version': ('packages',),
@@ -39,6 +43,7 @@ RULE_FIELDS = {
     'cuda_local_tag': (),
     'cuda_major': ('major',),
     'python_version': ('versions',),
+    'newer_than': ('packages', 'version'),
 }
 # \Z, not $: $ also matches before a final newline, and "six\n" must not pass as a name.
 NAME_RE = re.compile(r'^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z')
@@ -47,6 +52,9 @@ VERSION_RE = re.compile(
     r'^([0-9]+!)?[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?(\+[a-z0-9]+(\.[a-z0-9]+)*)?\Z',
     re.IGNORECASE)
 CUDA_VERSION_RE = re.compile(r'^[0-9]+(\.[0-9]+)*\Z')
+# A newer_than rule's floor: a final release, so that "newer" needs no pre-release ordering.
+RELEASE_RE = re.compile(r'^[0-9]+(\.[0-9]+)*\Z')
+_EPOCH_RELEASE_RE = re.compile(r'^(?:([0-9]+)!)?([0-9]+(?:\.[0-9]+)*)')
 _CUDA_TAG_RE = re.compile(r'^cu([0-9]+)([0-9])\Z')
 
 
@@ -76,6 +84,24 @@ def version_matches(version, pattern):
     if want_local:
         return (public, local) == (want_public, want_local)
     return public == want_public
+
+
+def _epoch_release(version):
+    """(epoch, release without trailing zeros) of a version: 2.26.2.post1 -> (0, (2, 26, 2)); else None."""
+    match = _EPOCH_RELEASE_RE.match(str(version).strip()) if version is not None else None
+    if not match:
+        return None
+    numbers = [int(part) for part in match.group(2).split('.')]
+    while len(numbers) > 1 and numbers[-1] == 0:
+        numbers.pop()
+    return int(match.group(1) or 0), tuple(numbers)
+
+
+def version_newer(version, floor):
+    """Is ``version`` newer than the release ``floor``, as PEP 440's ``>floor``: a later release (2.26.5,
+    2.27.0rc1). 2.26.2.post1 and 2.26.2+cu12 are 2.26.2's; text that is no version is not newer."""
+    mine, least = _epoch_release(version), _epoch_release(floor)
+    return mine is not None and least is not None and mine > least
 
 
 def cuda_major_of_tag(version):
@@ -119,6 +145,8 @@ def rule_problem(rule):
             kind, ', '.join(RULE_FIELDS[kind]), ', '.join(missing))
     if kind == 'same_version' and len(rule['packages']) < 2:
         return 'a same_version rule needs at least two packages; this one has %s' % ', '.join(rule['packages'])
+    if kind == 'newer_than' and not RELEASE_RE.match(str(rule['version'])):
+        return 'the version of a newer_than rule is a release like 2.26.2; this one has %r' % (rule['version'],)
     if kind == 'cuda_major' and cuda_major(rule['major']) is None:
         return 'the major of a cuda_major rule is a number like 13; this one has %r' % (rule['major'],)
     return None
@@ -163,6 +191,21 @@ def _requires(rule, pins):
     return '%s %s needs %s %s; the pin set has %s' % (name, pinned, other_name, other_pattern, found)
 
 
+def _newer_than(rule, versions, source):
+    """``versions``: {normalised name: [versions]}; a universal lock holds a name once per marker."""
+    floor = rule.get('version')
+    old = [(name, version) for name in rule.get('packages') or []
+           for version in versions.get(normalize_name(name), []) if not version_newer(version, floor)]
+    if not old:
+        return None
+    names = []
+    for name, dummy in old:
+        if name not in names:
+            names.append(name)
+    return '%s must be newer than %s; %s has %s' % (
+        ' and '.join(names), floor, source, ', '.join('%s %s' % item for item in old))
+
+
 def _cuda_local_tag(rule, pins, cuda_version):
     major = cuda_major(cuda_version)
     wrong = ['%s %s' % (name, version) for name, version in sorted(pins.items())
@@ -197,6 +240,8 @@ def _evaluate(rule, pins, cuda_version, python_version):
         return _cuda_local_tag(rule, pins, cuda_version) if cuda_version else None
     if kind == 'cuda_major':
         return _cuda_major(rule, cuda_version) if cuda_version else None
+    if kind == 'newer_than':
+        return _newer_than(rule, dict((name, [version]) for name, version in pins.items()), 'the pin set')
     return _python_version(rule, python_version)
 
 
@@ -209,4 +254,16 @@ def evaluate_rules(rules, pins, cuda_version=None, python_version=None):
         if message is None:
             message = _evaluate(rule, pins, cuda_version, python_version)
         results.append(_rule_result(rule, message))
+    return results
+
+
+def floor_results(rules, versions, source):
+    """The newer_than rules of ``rules`` over ``versions`` ({name: [versions]}, a lock's; ``source`` names
+    it in a failure), as evaluate_rules reports them. The other kinds judge the pins, which a lock holds
+    exactly (ml_env_lock.lock_problems); a floor also holds for what the pins brought with them."""
+    versions = dict((normalize_name(name), [str(item) for item in listed]) for name, listed in versions.items())
+    results = []
+    for rule in rules:
+        if rule.get('kind') == 'newer_than':
+            results.append(_rule_result(rule, rule_problem(rule) or _newer_than(rule, versions, source)))
     return results

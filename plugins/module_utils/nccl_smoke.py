@@ -7,7 +7,9 @@ A node whose GPUs cannot talk peer-to-peer (ACS redirecting through the root com
 IOMMU) does not fail NCCL: it hangs it, or crawls. So the ranks run as processes of our own, each
 in its own session, and are watched: a rank that dies ends the test at once (its peers would wait
 for it forever), and at the deadline every rank's process group is killed. What each rank printed
-last (its phase, NCCL's INFO lines) is what the report is made of.
+last (its phase, NCCL's INFO lines) is what the report is made of, with the NCCL release the ranks
+loaded (``nccl_version``, in every report once a rank said it): a venv's NCCL is what torch
+resolved, not what a profile names.
 
 The rank script is nccl_smoke_rank.py, written into a private directory and run with the torch
 venv's python; this module itself never imports torch.
@@ -108,6 +110,7 @@ class RankLog:
         self.offset = 0
         self.partial = ''
         self.phase = 'start'
+        self.nccl_version = None
         self.result = None
         self.bad_result = None
         self.tail = collections.deque(maxlen=RANK_TAIL)
@@ -136,6 +139,8 @@ class RankLog:
         self.tail.append(line)
         if line.startswith('SMOKE phase '):
             self.phase = line[len('SMOKE phase '):].strip()
+        elif line.startswith('SMOKE nccl '):
+            self.nccl_version = line[len('SMOKE nccl '):].strip() or None
         elif line.startswith('SMOKE result '):
             try:
                 parsed = json.loads(line[len('SMOKE result '):])
@@ -199,10 +204,20 @@ def _reap_all(pids, clock, sleep):
 
 
 def _value(world_size, size_bytes, expected, outcome, seconds=None, busbw=None, reduced=None, ranks=None,
-           log_tail=()):
+           log_tail=(), nccl_version=None):
     return {'world_size': world_size, 'seconds': seconds, 'busbw_gbps': busbw, 'size_bytes': size_bytes,
             'sum': reduced, 'expected': expected, 'ranks': dict(ranks or {}), 'outcome': outcome,
-            'log_tail': list(log_tail)}
+            'log_tail': list(log_tail), 'nccl_version': nccl_version}
+
+
+def _label(world_size, nccl_version=None):
+    return 'NCCL%s all-reduce smoke test over %d GPU%s' % (
+        ' ' + nccl_version if nccl_version else '', world_size, '' if world_size == 1 else 's')
+
+
+def _nccl_version(logs):
+    """The release the first rank that said one runs (every rank runs the same python)."""
+    return next((log.nccl_version for log in logs if log.nccl_version), None)
 
 
 def _resolve_python(python, env):
@@ -254,7 +269,7 @@ def run_smoke(python, world_size, deadline_s=60, env=None, size_bytes=DEFAULT_SI
     if world_size < 1:
         return _result('skipped', _value(world_size, size_bytes, expected, 'skipped'),
                        'NCCL smoke test skipped: no GPU to run a rank on')
-    label = 'NCCL all-reduce smoke test over %d GPU%s' % (world_size, '' if world_size == 1 else 's')
+    label = _label(world_size)
     resolved = _resolve_python(python, env)
     if resolved is None:
         return _result('fail', _value(world_size, size_bytes, expected, 'not_started'), label + ': not started',
@@ -333,6 +348,8 @@ def _run(python, world_size, deadline_s, env, size_bytes, iters, tempdir, clock,
     for log in logs:  # what the ranks wrote between the last read and their end
         nccl_lines.extend('[rank %d] %s' % (log.rank, line) for line in log.read(final=True) if 'NCCL' in line)
     seconds = round(clock() - started, 3)
+    version = _nccl_version(logs)
+    label = _label(world_size, version)
 
     if failed:
         first = logs[failed[0]]
@@ -342,7 +359,7 @@ def _run(python, world_size, deadline_s, env, size_bytes, iters, tempdir, clock,
             problems.append('rank %d %s in phase %s: %s' % (
                 rank, _describe(ended[rank]), logs[rank].phase, last[-1] if last else 'no output'))
         return _result('fail', _value(world_size, size_bytes, expected, 'crash', seconds, ranks=_phases(logs),
-                                      log_tail=first.tail),
+                                      log_tail=first.tail, nccl_version=version),
                        '%s: rank %d crashed after %s s' % (label, first.rank, seconds), problems, CRASH_HINT)
     if len(ended) < world_size:
         quiet = int(round(clock() - last_output))
@@ -350,7 +367,7 @@ def _run(python, world_size, deadline_s, env, size_bytes, iters, tempdir, clock,
         # A rendezvous that never completes hangs before NCCL prints anything: then the ranks' own lines.
         tail = list(nccl_lines) or ['[rank %d] %s' % (log.rank, line) for log in logs for line in log.tail]
         return _result('fail', _value(world_size, size_bytes, expected, 'hang', seconds, ranks=_phases(logs),
-                                      log_tail=tail),
+                                      log_tail=tail, nccl_version=version),
                        '%s: hung, killed at the %s s deadline' % (label, deadline_s),
                        ['no progress in %d s: %s (last phase: %s)' % (quiet, HANG_FIX, stuck)], HANG_FIX)
 
@@ -358,7 +375,7 @@ def _run(python, world_size, deadline_s, env, size_bytes, iters, tempdir, clock,
     busbw = logs[0].result.get('busbw_gbps') if logs[0].result else None
     busbw = round(busbw, 3) if _finite(busbw) else None
     tail = nccl_lines if outcome != 'no_result' else [t for log in logs if log.result is None for t in log.tail]
-    value = _value(world_size, size_bytes, expected, outcome, seconds, busbw, reduced, _phases(logs), tail)
+    value = _value(world_size, size_bytes, expected, outcome, seconds, busbw, reduced, _phases(logs), tail, version)
     if outcome == 'ok':
         return _result('ok', value, '%s: sum %s as expected, bus bandwidth %s GB/s at %d bytes, %s s'
                        % (label, _number(reduced), busbw, size_bytes, seconds))

@@ -12,7 +12,11 @@ The rank reads everything from the environment (RANK, WORLD_SIZE, LOCAL_RANK, MA
 MASTER_PORT, SMOKE_SIZE_BYTES, SMOKE_ITERS) and prints machine lines on stdout, flushed at once
 so that the runner sees where a rank stopped when it has to kill it:
     SMOKE phase init | allreduce | bandwidth
+    SMOKE nccl 2.28.9
     SMOKE result {"rank": r, "sum": s, "busbw_gbps": b, "seconds": t}
+The NCCL line is the release torch loaded (torch.cuda.nccl.version()), said before the rendezvous so
+that a hang or a crash is reported with it: which NCCL a venv really runs is what the report of a
+Blackwell TP>1 failure needs first (ml_env's nccl-newer-than-2.26.2 judges only what is installed).
 The runner, not the rank, judges the sum: a rank that judged itself would hide a broken check.
 """
 
@@ -40,6 +44,25 @@ def bus_bandwidth_gbps(size_bytes, seconds_per_iter, world):
     return size_bytes / seconds_per_iter * 2.0 * (world - 1) / world / 1e9
 
 
+def nccl_release(version):
+    """torch.cuda.nccl.version() as text like 2.28.9. torch answers a tuple, (2, 28, 9), with NCCL's
+    suffix as a fourth item when the build has one; old torch answered NCCL's version code, an int:
+    major * 10000 + minor * 100 + patch since NCCL 2.9 (22809), major * 1000 + minor * 100 + patch before (2708)."""
+    if isinstance(version, int):
+        major, rest = divmod(version, 10000 if version >= 10000 else 1000)
+        return '%d.%d.%d' % (major, rest // 100, rest % 100)
+    return '.'.join(str(part) for part in version[:3]) + ''.join(str(part) for part in version[3:])
+
+
+def say_nccl():
+    """The NCCL line; nothing from a torch without NCCL, whose init_process_group then says so itself."""
+    try:
+        from torch.cuda import nccl  # imports the submodule whether torch.cuda has imported it or not
+        say('nccl', nccl_release(nccl.version()))
+    except Exception:  # pylint: disable=broad-except
+        pass
+
+
 def main():
     started = time.perf_counter()
     rank = int(os.environ['RANK'])
@@ -52,6 +75,7 @@ def main():
     import torch  # here, not at the top: the module that ships this file has no torch
     import torch.distributed as dist
 
+    say_nccl()
     torch.cuda.set_device(local_rank)
     device = torch.device('cuda', local_rank)
     # device_id binds the communicator to this GPU and creates it now, so a broken rendezvous or

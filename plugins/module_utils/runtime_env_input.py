@@ -17,7 +17,7 @@ import re
 
 from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import (
     os_family_check,
-    CONTROL, MISSING, check, is_absolute_path, is_list, is_mapping, is_secret, problem,
+    CONTROL, MISSING, check, is_absolute_path, is_bool, is_list, is_mapping, is_secret, problem,
 )
 
 # Patterns end in \Z, not $: $ also matches before a final newline.
@@ -49,6 +49,9 @@ RULES = dict((name, (re.compile(pattern, re.IGNORECASE), allowed)) for name, (pa
 PROFILES, BUILTIN_PROFILES = 'runtime_env_nccl_profiles', '__runtime_env_nccl_profiles'
 TOPOLOGY_MAP, BUILTIN_TOPOLOGY_MAP = 'runtime_env_nccl_profile_by_topology', '__runtime_env_topology_profiles'
 EXTRA_VARS = 'runtime_env_extra_vars'
+ARCH_PROFILES, BUILTIN_ARCH_PROFILES = 'runtime_env_arch_profiles', '__runtime_env_arch_profiles'
+CAPABILITY = re.compile(r'^[0-9]+\.[0-9]+\Z')
+ARCH = re.compile(r'^sm_[0-9]+[af]?\Z')
 
 NAMES = (
     'runtime_env_name',
@@ -56,6 +59,7 @@ NAMES = (
     'runtime_env_system_python',
     'runtime_env_cuda_home',
     'runtime_env_ptxas',
+    'runtime_env_ptxas_blackwell',
     'runtime_env_systemd_path',
     'runtime_env_topology',
     'runtime_env_nccl_profile',
@@ -65,6 +69,11 @@ NAMES = (
     'runtime_env_extra_path',
     BUILTIN_PROFILES,
     BUILTIN_TOPOLOGY_MAP,
+    'runtime_env_compute_capability',
+    ARCH_PROFILES,
+    BUILTIN_ARCH_PROFILES,
+    'runtime_env_verify_triton',
+    'runtime_env_triton_archs',
     '__runtime_env_topologies',
     '__runtime_env_platform_vars',
     '__runtime_env_os_family',
@@ -126,7 +135,9 @@ def check_toolkit_paths(values, probes):
     return (check('runtime_env_cuda_home', values, lambda v: v == '' or _is_path_entry(v),
                   "empty or an absolute path on one line without ':' (its bin goes on PATH)")
             + check('runtime_env_ptxas', values, lambda v: v == '' or is_absolute_path(v),
-                    'empty or an absolute path on one line, without . or .. segments'))
+                    'empty or an absolute path on one line, without . or .. segments')
+            + check('runtime_env_ptxas_blackwell', values, lambda v: v == '' or is_absolute_path(v),
+                    'empty or an absolute path on one line, without . or .. segments (TRITON_PTXAS_BLACKWELL_PATH)'))
 
 
 def check_systemd_path(values, probes):
@@ -168,7 +179,7 @@ def _variable_problem(origin, key, value, platform):
     if key == 'PATH':
         return problem(name, value, 'any variable but PATH (PATH entries go in runtime_env_extra_path)', secret)
     if platform is not None and key in platform:
-        return problem(name, value, 'any variable but %s in an NCCL profile, which belong to the platform'
+        return problem(name, value, 'any variable but %s in a profile, which belong to the platform'
                        % ' and '.join(platform), secret)
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         return problem(name, value, 'a string or a number (quote booleans, e.g. "1")', secret)
@@ -235,5 +246,43 @@ def check_extra_path(values, probes):
             for index, entry in enumerate(paths) if not _is_path_entry(entry)]
 
 
+def check_arch_profiles(values, probes):
+    """The per-architecture profiles, built-in and the operator's: capabilities as quoted strings
+    ("12.0"), each a mapping of variables checked like an NCCL profile's."""
+    found = [problem(name, values[name], 'a mapping of compute capabilities ("12.0", quoted) to mappings of variables')
+             for name in (BUILTIN_ARCH_PROFILES, ARCH_PROFILES) if not is_mapping(values[name])]
+    if found:
+        return found
+    platform = values['__runtime_env_platform_vars'] or []
+    for origin in (BUILTIN_ARCH_PROFILES, ARCH_PROFILES):
+        for key, profile in sorted(values[origin].items(), key=lambda item: str(item[0])):
+            if not (isinstance(key, str) and CAPABILITY.match(key)):
+                found.append(problem(origin, _entry(key, profile), 'keys that are compute capabilities "X.Y" as quoted '
+                                     'strings (YAML reads 12.0 unquoted as a number)'))
+            elif not is_mapping(profile):
+                found.append(problem('%s.%s' % (origin, key), profile,
+                                     'a mapping of variable names to strings or numbers ({} sets nothing)'))
+            else:
+                found += [one for one in (_variable_problem('%s.%s' % (origin, key), name, value, platform)
+                                          for name, value in sorted(profile.items(), key=lambda item: str(item[0]))) if one]
+    return found
+
+
+def check_compute_capability(values, probes):
+    return check('runtime_env_compute_capability', values,
+                 lambda v: v in ('', 'none') or (isinstance(v, str) and CAPABILITY.match(v)),
+                 'empty (read it with gpu_info), none (no per-architecture variable) or a compute capability "X.Y"')
+
+
+def check_triton(values, probes):
+    archs = values['runtime_env_triton_archs']
+    found = check('runtime_env_verify_triton', values, is_bool, 'a boolean (true or false)')
+    if archs is MISSING or not is_list(archs):
+        return found + [problem('runtime_env_triton_archs', archs, 'a list of architectures sm_XX (a or f may follow)')]
+    return found + [problem('runtime_env_triton_archs[%d]' % index, arch, 'an architecture sm_XX (a or f may follow)')
+                    for index, arch in enumerate(archs) if not (isinstance(arch, str) and ARCH.match(arch))]
+
+
 CHECKS = (check_os_family, check_name, check_interpreter_paths, check_toolkit_paths, check_systemd_path, check_topology,
-          check_profiles, check_variables, check_topology_map, check_profile_choice, check_extra_path)
+          check_profiles, check_variables, check_topology_map, check_profile_choice, check_extra_path,
+          check_arch_profiles, check_compute_capability, check_triton)

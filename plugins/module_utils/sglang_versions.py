@@ -46,6 +46,11 @@ METRICS = '/metrics'
 # /health_generate waits up to this many seconds for its one-token answer before a 503: a busy,
 # healthy server may take that long, so any probe of it waits longer.
 HEALTH_CHECK_SECONDS = 20
+# The JIT caches under one root, SGLANG_CACHE_DIR, as 0.5.23 lays them out (srt/environ.py,
+# third_party_cache_defaults and SGLANG_DG_CACHE_DIR; setdefault, so explicit values win). 0.5.9
+# reads SGLANG_CACHE_DIR for its torch.compile cache only: the server role sets every one itself.
+CACHE_LAYOUT = {'TRITON_CACHE_DIR': 'triton', 'TORCHINDUCTOR_CACHE_DIR': 'inductor', 'CUDA_CACHE_PATH': 'nv',
+                'FLASHINFER_WORKSPACE_BASE': '', 'SGLANG_DG_CACHE_DIR': 'deep_gemm'}
 RUNNING_GAUGE = 'sglang:num_running_reqs'
 QUEUED_GAUGE = 'sglang:num_queue_reqs'
 
@@ -148,6 +153,14 @@ EVIDENCE = {
     'health passes on any answer': {
         '0.5.9': ((_HTTP, 'if _global_state.tokenizer_manager.last_receive_tstamp > tic:'),),
         '0.5.23': ((_HTTP, 'if _global_state.tokenizer_manager.last_receive_tstamp > tic:'),),
+    },
+    'one cache root': {
+        '0.5.9': (),
+        '0.5.23': (('srt/environ.py', '"TRITON_CACHE_DIR": os.path.join(base, "triton")'),
+                   ('srt/environ.py', '"TORCHINDUCTOR_CACHE_DIR": os.path.join(base, "inductor")'),
+                   ('srt/environ.py', '"CUDA_CACHE_PATH": os.path.join(base, "nv")'),
+                   ('srt/environ.py', '"FLASHINFER_WORKSPACE_BASE": base,'),
+                   ('srt/environ.py', 'SGLANG_DG_CACHE_DIR = EnvStr(lambda: _default_cache_subdir("deep_gemm"))')),
     },
     'health endpoints': {
         '0.5.9': ((_HTTP, '@app.get("/health")'), (_HTTP, '@app.get("/health_generate")')),

@@ -31,7 +31,7 @@ description:
   - V(nccl) - opt-in. An all-reduce over O(nccl_gpus) GPUs, one process each, started with O(ml_env_python) so the
     runtime_env start-up hook applies. The sum is checked, the bus bandwidth measured at O(nccl_size_mib) MiB. A run
     that passes O(nccl_timeout) is killed with every rank and reported as no progress, the known symptom of blocked
-    peer-to-peer, with the last NCCL lines.
+    peer-to-peer, with the last NCCL lines. Every report names the NCCL release the ranks loaded (RV(nccl_version)).
   - Never changes the host; check mode runs the same checks.
 options:
   checks:
@@ -137,9 +137,9 @@ EXAMPLES = r"""
     nccl_timeout: 60
   register: health
 
-- name: Show the all-reduce bandwidth
+- name: Show the all-reduce bandwidth and the NCCL that ran it
   ansible.builtin.debug:
-    msg: "{{ health.checks.nccl.value.busbw_gbps }} GB/s in {{ health.checks.nccl.value.seconds }} s"
+    msg: "{{ health.checks.nccl.value.busbw_gbps }} GB/s in {{ health.checks.nccl.value.seconds }} s with NCCL {{ health.nccl_version }}"
 """
 
 RETURN = r"""
@@ -171,6 +171,14 @@ driver_version:
   returned: always
   type: str
   sample: 580.159.04
+nccl_version:
+  description:
+    - The NCCL release the V(nccl) check's ranks ran with (C(torch.cuda.nccl.version()) in O(ml_env_python)), also
+      in the check's C(value.nccl_version) and summary. It is what torch loaded, whatever the profile pinned.
+    - Empty when the check did not run or no rank got as far as importing torch.
+  returned: always
+  type: str
+  sample: 2.28.9
 checks:
   description: Every check that ran, by name.
   returned: always
@@ -181,7 +189,10 @@ checks:
       type: str
       choices: [ok, warn, fail, skipped]
     value:
-      description: What was measured; its shape depends on the check (V(nccl) has C(seconds), C(busbw_gbps), C(sum)).
+      description:
+        - What was measured; its shape depends on the check.
+        - V(nccl) has C(world_size), C(seconds), C(busbw_gbps), C(size_bytes), C(sum), C(expected), C(ranks) (the last
+          phase of each), C(outcome), C(log_tail) and C(nccl_version) (V(null) when no rank said it).
       type: raw
     summary:
       description: One line saying what was measured.
@@ -194,7 +205,12 @@ checks:
       description: How to fix it, empty when V(ok).
       type: str
   sample: {"driver": {"status": "ok", "value": {"driver": "580.159.04", "cuda": "13.0"}, "summary": "driver 580.159.04",
-           "problems": [], "hint": ""}}
+           "problems": [], "hint": ""},
+           "nccl": {"status": "ok", "value": {"world_size": 2, "seconds": 7.296, "busbw_gbps": 264.156, "size_bytes": 67108864,
+                                              "sum": 3.0, "expected": 3, "ranks": {"0": "done", "1": "done"}, "outcome": "ok",
+                                              "log_tail": [], "nccl_version": "2.28.9"},
+                    "summary": "NCCL 2.28.9 all-reduce smoke test over 2 GPUs: sum 3 as expected, bus bandwidth 264.156 GB/s at
+                      67108864 bytes, 7.296 s", "problems": [], "hint": ""}}
 """
 
 import os

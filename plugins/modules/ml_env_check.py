@@ -79,11 +79,14 @@ options:
           - V(cuda_local_tag) every C(+cuXYZ) local version label must name the major of O(cuda_version).
           - V(cuda_major) O(rules[].major) must be the major of O(cuda_version).
           - V(python_version) the major.minor of O(python) must be one of O(rules[].versions).
+          - V(newer_than) each of O(rules[].packages) that is pinned must be newer than the release O(rules[].version),
+            as PEP 440's C(>version) (a post-release or local label of that release is not newer). The ml_env role's
+            checks also judge the profile's overrides and its lock with these rules.
         type: str
         required: true
-        choices: [same_version, requires, cuda_local_tag, cuda_major, python_version]
+        choices: [same_version, requires, cuda_local_tag, cuda_major, python_version, newer_than]
       packages:
-        description: Distributions of a V(same_version) rule.
+        description: Distributions of a V(same_version) or a V(newer_than) rule.
         type: list
         elements: str
       require_all:
@@ -94,7 +97,9 @@ options:
         description: Distribution a V(requires) rule is about.
         type: str
       version:
-        description: Version pattern of O(rules[].package) the V(requires) rule applies to. Not set means any.
+        description:
+          - Version pattern of O(rules[].package) the V(requires) rule applies to. Not set means any.
+          - The release a V(newer_than) rule's packages must be newer than, for example V(2.26.2).
         type: str
       needs:
         description: What a V(requires) rule needs.
@@ -183,6 +188,10 @@ EXAMPLES = r"""
         needs: {package: torch, version: "2.9.*"}
       - name: cuda-local-tag-matches-toolkit
         kind: cuda_local_tag
+      - name: nccl-newer-than-2.26.2
+        kind: newer_than
+        packages: [nvidia-nccl-cu12, nvidia-nccl-cu13]
+        version: 2.26.2
 
 - name: Verify a release venv
   inferops.gpu.ml_env_check:

@@ -23,5 +23,6 @@ def add_one(x_ptr, n, BLOCK: tl.constexpr):
 x = torch.zeros(4096, device="cuda")
 add_one[(4,)](x, x.numel(), BLOCK=1024)
 torch.cuda.synchronize()
-print("TRITON_PTXAS_PATH=%s triton=%s sum=%d" % (os.environ.get("TRITON_PTXAS_PATH"), triton.__version__, int(x.sum().item())))
+print("TRITON_PTXAS_PATH=%s TRITON_PTXAS_BLACKWELL_PATH=%s triton=%s sum=%d" % (
+    os.environ.get("TRITON_PTXAS_PATH"), os.environ.get("TRITON_PTXAS_BLACKWELL_PATH"), triton.__version__, int(x.sum().item())))
 assert int(x.sum().item()) == 4096

@@ -10,7 +10,7 @@ import os
 import yaml
 
 from ansible_collections.inferops.gpu.plugins.module_utils import sglang_liveness
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_versions import HEALTH_CHECK_SECONDS
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang_versions import CACHE_LAYOUT, HEALTH_CHECK_SECONDS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -38,3 +38,14 @@ def test_a_stop_lets_sglang_drain_with_its_ranks_alive():
     assert '\nKillMode=mixed\n' in unit and 'KillMode=control-group' not in unit
     defaults = yaml.safe_load(role_file('defaults', 'main.yml'))
     assert defaults['sglang_server_stop_timeout'] >= 120
+
+
+def test_the_jit_caches_are_one_root_laid_out_as_sglang_lays_it_out():
+    # SGLANG_CACHE_DIR is the root; every cache 0.5.23 would put under it by itself sits where it would
+    # (its setdefault keeps ours), and 0.5.9, which reads SGLANG_CACHE_DIR for torch.compile only, gets
+    # every one of them explicitly.
+    env = yaml.safe_load(role_file('vars', 'main.yml'))['__sglang_server_jit_env']
+    root = env['SGLANG_CACHE_DIR']
+    assert root == '{{ __sglang_server_jit_dir }}'
+    for name, sub in CACHE_LAYOUT.items():
+        assert env[name] == (root + '/' + sub if sub else root), name

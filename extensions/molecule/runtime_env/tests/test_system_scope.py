@@ -11,6 +11,12 @@ def test_no_gpu_means_no_nccl_overrides(spec):
     assert spec["vars"]["CUDA_HOME"] == "/usr/local/cuda-13.0"
 
 
+def test_no_gpu_means_no_per_architecture_variables(spec):
+    # gpu_info ran (runtime_env_compute_capability empty) and found no GPU.
+    assert "FLASHINFER_CUDA_ARCH_LIST" not in spec["vars"] and "SGLANG_ENABLE_JIT_DEEPGEMM" not in spec["vars"]
+    assert spec["vars"]["TRITON_PTXAS_BLACKWELL_PATH"] == spec["vars"]["TRITON_PTXAS_PATH"]
+
+
 def test_sglang_switch_given_as_the_string_false_is_in_no_rendering(host, spec):
     # "false" from -e or an inventory is a string; off means the variable is left out everywhere.
     assert host.ansible.get_variables()["runtime_env_sglang_disable_cudnn_check"] == "false"

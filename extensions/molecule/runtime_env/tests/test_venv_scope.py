@@ -24,6 +24,16 @@ def test_spec_holds_toolkit_profile_and_sglang_values(spec):
     assert spec["path_prepend"] == [CUDA_BIN]
 
 
+def test_both_ptxas_variables_and_the_sm120_profile_are_in_all_three_renderings(host, spec):
+    # runtime_env_compute_capability "12.0" here (no GPU in the container): the SM120 profile.
+    assert host.ansible.get_variables()["runtime_env_compute_capability"] == "12.0"
+    want = {"TRITON_PTXAS_PATH": "/usr/local/cuda-13.0/bin/ptxas", "TRITON_PTXAS_BLACKWELL_PATH": "/usr/local/cuda-13.0/bin/ptxas",
+            "FLASHINFER_CUDA_ARCH_LIST": "12.0a", "SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
+    assert {k: spec["vars"].get(k) for k in want} == want
+    for rendering, env in renderings_env(host, VENV_PY).items():
+        assert {k: env.get(k) for k in want} == want, rendering
+
+
 def test_topology_in_another_case_selects_the_pcie_profile(host, spec):
     # The inventory says PCIe, gpu_info says pcie: the same topology.
     assert host.ansible.get_variables()["runtime_env_topology"] == "PCIe"

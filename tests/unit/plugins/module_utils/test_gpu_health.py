@@ -147,6 +147,18 @@ def test_nccl_is_opt_in_and_runs_with_the_ml_env_python_over_every_gpu():
                       'size_bytes': 64 << 20, 'iters': 20}]
 
 
+def test_the_result_names_the_nccl_the_smoke_test_ran():
+    def smoke(**kwargs):
+        return gpu_health_checks.result('ok', {'seconds': 2.5, 'busbw_gbps': 300.0, 'nccl_version': '2.30.7'},
+                                        'NCCL 2.30.7 all-reduce smoke test over 2 GPUs')
+
+    assert assess(h200_host(smoke=smoke), checks=['nccl'], ml_env_python='/p')['nccl_version'] == '2.30.7'
+    # No smoke test, or one that never started a rank: nothing to name.
+    assert assess(h200_host(smoke=smoke))['nccl_version'] == ''
+    no_python = assess(h200_host(smoke=smoke), checks=['nccl'])
+    assert no_python['checks']['nccl']['value'] is None and no_python['nccl_version'] == ''
+
+
 def test_a_failing_smoke_test_is_a_problem_when_required_only():
     def smoke(**kwargs):
         return gpu_health_checks.result('fail', {'outcome': 'hang'}, 'no progress',

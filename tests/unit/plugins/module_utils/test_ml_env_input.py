@@ -104,6 +104,28 @@ def test_lock_against_the_pins(content, found):
     assert problems({'lock': {'content': content}}, **LOCKED) == found
 
 
+@pytest.mark.parametrize('nccl, found', [
+    ('2.27.5', []),
+    ('2.26.2', ['ml_env_profiles["custom"].lock = "/locks/six.txt" is not allowed: rule nccl-newer-than-2.26.2 failed: '
+                'nvidia-nccl-cu12 must be newer than 2.26.2; /locks/six.txt has nvidia-nccl-cu12 2.26.2'])])
+def test_the_nccl_floor_judges_what_the_lock_resolved(nccl, found):
+    # No pin names NCCL (torch brings it): only the lock says which one every node installs.
+    content = 'six==1.17.0 %s\nnvidia-nccl-cu12==%s %s\n' % (HASH, nccl, HASH)
+    assert problems({'lock': {'content': content}}, **LOCKED) == found
+
+
+def test_the_nccl_floor_judges_an_override_no_pin_replaces():
+    profile = {'packages': {'six': '1.17.0'}, 'overrides': {'nvidia-nccl-cu13': '2.26.2', 'six': '1.16.0'}}
+    assert problems(ml_env_profile='custom', ml_env_profiles={'custom': profile}) == [
+        'ml_env_profiles["custom"].overrides = {"nvidia-nccl-cu13": "2.26.2", "six": "1.16.0"} is not allowed: rule '
+        'nccl-newer-than-2.26.2 failed: nvidia-nccl-cu13 must be newer than 2.26.2; the override set has '
+        'nvidia-nccl-cu13 2.26.2']
+    # A pin replaces the override (every pin is an override too): the pin is what is judged.
+    found = problems(ml_env_profile='custom', ml_env_profiles={'custom': profile},
+                     ml_env_extra_packages={'nvidia-nccl-cu13': '2.28.9'})
+    assert found == []
+
+
 def test_lock_not_judged_while_it_is_made_or_without_its_read():
     assert problems({'lock': {'content': ''}}, __ml_env_making_lock=True, **LOCKED) == []
     assert problems({}, **LOCKED) == []

@@ -10,18 +10,22 @@ import os
 import pytest
 import yaml
 
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_lock import lock_packages
 from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_stack import (
     cuda_major_of_tag,
     cuda_version_problem,
     evaluate_rules,
+    floor_results,
     normalize_name,
     pin_problems,
     version_matches,
+    version_newer,
     versions_equal,
 )
 
 ROLE_VARS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..',
                          'roles', 'ml_env', 'vars', 'main.yml')
+LOCKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'fixtures', 'locks')
 FIELD_NOTES_PINS = {
     'torch': '2.9.1+cu130', 'sgl-kernel': '0.3.21+cu130', 'flashinfer-python': '0.6.4',
     'flashinfer-cubin': '0.6.4', 'sglang': '0.5.9',
@@ -182,7 +186,77 @@ def test_a_trailing_newline_is_not_a_pin(pins, words):
     assert any(words in problem for problem in pin_problems(pins))
 
 
+@pytest.mark.parametrize('version, floor, newer', [
+    ('2.27.5', '2.26.2', True),
+    ('2.26.5', '2.26.2', True),
+    ('2.30.7+cu130', '2.26.2', True),
+    ('2.27.0rc1', '2.26.2', True),
+    ('1!1.0', '2.26.2', True),
+    ('2.26.2', '2.26.2', False),
+    ('2.26.2.0', '2.26.2', False),
+    # PEP 440's >2.26.2 leaves out the post-releases and local labels of 2.26.2 itself.
+    ('2.26.2.post1', '2.26.2', False),
+    ('2.26.2+cu12', '2.26.2', False),
+    ('2.26.2rc1', '2.26.2', False),
+    ('2.25.1', '2.26.2', False),
+    # Numbers, not text: '2.9.6' > '2.26.2' as strings.
+    ('2.9.6', '2.26.2', False),
+    ('latest', '2.26.2', False),
+    (None, '2.26.2', False),
+])
+def test_version_newer(version, floor, newer):
+    assert version_newer(version, floor) is newer
+
+
+# The NCCL that torch's own wheels pin (their metadata), and the NCCL of the Blackwell reports.
+NCCL_OF_TORCH = [('nvidia-nccl-cu12', '2.27.5'),   # torch 2.9.1 on PyPI (cu128)
+                 ('nvidia-nccl-cu13', '2.28.9'),   # torch 2.11.0
+                 ('nvidia-nccl-cu13', '2.30.7')]   # torch 2.14.1
+
+
+@pytest.mark.parametrize('package, version', NCCL_OF_TORCH)
+def test_the_nccl_floor_passes_the_nccl_of_every_torch_we_build(package, version):
+    pins = dict(CURRENT_PINS, **{package: version})
+    assert failed(evaluate_rules(role_rules('sglang-0.5.23-cu130'), pins, '13.0', '3.12.3')) == {}
+
+
+@pytest.mark.parametrize('package, version', [
+    ('nvidia-nccl-cu12', '2.26.2'),     # breaks TP>1 on Blackwell (NVIDIA/nccl#2418, sgl-project/sglang#7227)
+    ('nvidia-nccl-cu12', '2.21.5'),     # before the SM120 shared memory fix (NVIDIA/nccl#1637)
+    ('nvidia_nccl_cu13', '2.26.2'),     # a PEP 503 spelling of nvidia-nccl-cu13
+    ('nvidia-nccl-cu12', '2.26.2.post1'),
+])
+def test_an_nccl_pinned_at_or_below_2_26_2_names_the_floor(package, version):
+    pins = dict(FIELD_NOTES_PINS, **{package: version})
+    problems = failed(evaluate_rules(role_rules('sglang-0.5.9-cu130'), pins, '13.0', '3.12.3'))
+    name = normalize_name(package)
+    assert problems == {'nccl-newer-than-2.26.2': '%s must be newer than 2.26.2; the pin set has %s %s'
+                                                  % (name, name, version)}
+
+
+def test_the_nccl_floor_reads_the_lock_that_torch_resolved_nccl_into():
+    # The PyPI equivalent of the field-notes stack as uv locked it: torch 2.9.1 brings nvidia-nccl-cu12 2.27.5.
+    with open(os.path.join(LOCKS, 'lock_field_notes_pypi.txt')) as handle:
+        text = handle.read()
+    rules = role_rules('sglang-0.5.9-cu130')
+    assert lock_packages(text)['nvidia-nccl-cu12'] == ['2.27.5']
+    assert [r['name'] for r in floor_results(rules, lock_packages(text), 'fn.txt')] == ['nccl-newer-than-2.26.2']
+    assert failed(floor_results(rules, lock_packages(text), 'fn.txt')) == {}
+    old = text.replace('nvidia-nccl-cu12==2.27.5', 'nvidia-nccl-cu12==2.26.2')
+    assert failed(floor_results(rules, lock_packages(old), 'fn.txt')) == {
+        'nccl-newer-than-2.26.2': 'nvidia-nccl-cu12 must be newer than 2.26.2; fn.txt has nvidia-nccl-cu12 2.26.2'}
+    # A universal lock may hold a name once per marker: every one is judged.
+    assert failed(floor_results(rules, {'nvidia-nccl-cu12': ['2.27.5', '2.26.2'], 'nvidia-nccl-cu13': ['2.18.1']},
+                                'u.txt'))['nccl-newer-than-2.26.2'] == (
+        'nvidia-nccl-cu12 and nvidia-nccl-cu13 must be newer than 2.26.2; u.txt has nvidia-nccl-cu12 2.26.2, '
+        'nvidia-nccl-cu13 2.18.1')
+
+
 @pytest.mark.parametrize('rule, words', [
+    ({'name': 'r', 'kind': 'newer_than', 'packages': ['a']}, 'a newer_than rule needs packages, version; this one is missing version'),
+    ({'name': 'r', 'kind': 'newer_than', 'version': '1.0'}, 'this one is missing packages'),
+    ({'name': 'r', 'kind': 'newer_than', 'packages': ['a'], 'version': '1.*'},
+     "the version of a newer_than rule is a release like 2.26.2; this one has '1.*'"),
     ({'name': 'r', 'kind': 'requires', 'package': 'sgl-kernel', 'version': '0.3.21'},
      'a requires rule needs package, needs; this one is missing needs'),
     ({'name': 'r', 'kind': 'requires', 'needs': {'package': 'torch', 'version': '2.9.*'}},
@@ -210,7 +284,8 @@ def test_complete_rules_of_every_kind_pass():
              {'name': 'b', 'kind': 'requires', 'package': 'a', 'needs': {'package': 'b', 'version': '1'}},
              {'name': 'c', 'kind': 'cuda_local_tag'},
              {'name': 'd', 'kind': 'cuda_major', 'major': '13'},
-             {'name': 'e', 'kind': 'python_version', 'versions': ['3.12']}]
+             {'name': 'e', 'kind': 'python_version', 'versions': ['3.12']},
+             {'name': 'f', 'kind': 'newer_than', 'packages': ['a', 'c'], 'version': '0.9'}]
     assert failed(evaluate_rules(rules, {'a': '1', 'b': '1'}, '13.0', '3.12.3')) == {}
 
 

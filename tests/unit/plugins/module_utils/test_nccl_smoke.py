@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+import types
 import zipfile
 
 import pytest
@@ -66,7 +67,7 @@ def smoke(tmp_path):
 def assert_shape(result):
     assert set(result) == {'status', 'value', 'summary', 'problems', 'hint'}
     assert set(result['value']) == {'world_size', 'seconds', 'busbw_gbps', 'size_bytes', 'sum', 'expected', 'ranks',
-                                    'outcome', 'log_tail'}
+                                    'outcome', 'log_tail', 'nccl_version'}
     assert result['status'] in ('ok', 'warn', 'fail', 'skipped')
     assert '\n' not in result['summary'] and all('\n' not in p for p in result['problems'])
     assert bool(result['problems']) == (result['status'] == 'fail')
@@ -86,6 +87,20 @@ def test_a_healthy_all_reduce_is_ok_with_the_sum_and_a_bandwidth(smoke, world_si
     assert any('NCCL INFO' in line and 'Init COMPLETE' in line for line in value['log_tail'])
     assert result['problems'] == [] and result['hint'] == ''
     assert 'sum %d as expected' % expected in result['summary']
+    # The stand-in's torch.cuda.nccl.version() is (2, 28, 9), torch 2.11's NCCL.
+    assert value['nccl_version'] == '2.28.9'
+    assert result['summary'].startswith('NCCL 2.28.9 all-reduce smoke test over %d GPUs: ' % world_size)
+
+
+@pytest.mark.parametrize('env, version', [
+    ({'NCCL_STANDIN_NCCL_VERSION': '2.26.2'}, '2.26.2'),
+    # Old torch answers NCCL's version code, an int.
+    ({'NCCL_STANDIN_NCCL_VERSION': '2.27.5', 'NCCL_STANDIN_NCCL_INT': '1'}, '2.27.5'),
+])
+def test_the_report_names_the_nccl_the_ranks_loaded(smoke, env, version):
+    result = smoke(2, env=env)
+    assert result['status'] == 'ok' and result['value']['nccl_version'] == version
+    assert result['summary'].startswith('NCCL %s all-reduce smoke test over 2 GPUs: sum 3 as expected' % version)
 
 
 def test_a_hang_is_killed_at_the_deadline_with_where_each_rank_stopped(smoke):
@@ -103,6 +118,9 @@ def test_a_hang_is_killed_at_the_deadline_with_where_each_rank_stopped(smoke):
     quiet = int(problem.split()[3])
     assert 1 <= quiet <= 4  # the ranks printed their last line soon after the start (slower under load)
     assert result['hint'] == HANG_FIX
+    # Said before the rendezvous: a hang is reported with the NCCL that hung.
+    assert value['nccl_version'] == '2.28.9'
+    assert result['summary'] == 'NCCL 2.28.9 all-reduce smoke test over 2 GPUs: hung, killed at the 3 s deadline'
     assert value['log_tail'] and all('NCCL' in line for line in value['log_tail'])
     assert any(line.startswith('[rank 0]') and 'Bootstrap' in line for line in value['log_tail'])
     assert value['sum'] is None and value['busbw_gbps'] is None
@@ -133,6 +151,7 @@ def test_a_crashing_rank_ends_the_run_at_once_with_its_last_lines(smoke):
     (problem,) = result['problems']  # rank 0 was killed by the runner, not counted as a crash
     assert problem.startswith('rank 1 exited with status 1 in phase allreduce: ')
     assert 'peer access is not supported' in problem
+    assert value['nccl_version'] == '2.28.9' and result['summary'].startswith('NCCL 2.28.9 all-reduce smoke test')
     assert any('NCCL WARN' in line for line in value['log_tail'])
     assert any('DistBackendError' in line for line in value['log_tail'])
     assert 'log_tail' in result['hint']
@@ -160,6 +179,9 @@ def test_a_rank_that_exits_0_without_a_result_fails(smoke, tmp_path):
     assert result['status'] == 'fail' and result['value']['outcome'] == 'no_result'
     assert result['problems'][0].startswith('rank 0 exited 0 without a SMOKE result line (none; last phase init)')
     assert result['value']['log_tail'] == ['SMOKE phase init', 'SMOKE phase init']
+    # No rank loaded torch: no NCCL to name.
+    assert result['value']['nccl_version'] is None
+    assert result['summary'] == 'NCCL all-reduce smoke test over 2 GPUs: no result'
 
 
 def test_a_rank_killed_by_a_signal_is_a_crash(smoke, tmp_path):
@@ -232,6 +254,41 @@ def test_the_rank_log_reader(tmp_path):
     assert log.read() == ['host:1:1 [0] NCCL INFO Bootstrap', log.tail[-1]]
     assert log.phase == 'done' and math.isnan(log.result['sum']) and log.bad_result is None
     assert log.read(final=True) == ['SMOKE result ['] and log.bad_result == 'SMOKE result ['
+    assert log.nccl_version is None
+    with open(str(path), 'a') as handle:
+        handle.write('\nSMOKE nccl 2.28.9\n')
+    log.read()
+    assert log.nccl_version == '2.28.9'
+
+
+@pytest.mark.parametrize('answer, text', [
+    # torch 2.11.0+cu130 on the 2x H200 host answered a tuple of three
+    # (tests/gpu/results/nccl_decode_h200_1gpu/results.txt: "nccl": "2.28.9").
+    ((2, 28, 9), '2.28.9'),
+    ((2, 27, 3, 'a0'), '2.27.3a0'),  # a build with NCCL_SUFFIX, torch's fourth item
+    # Old torch: NCCL's version code, major * 10000 + minor * 100 + patch since NCCL 2.9, * 1000 before.
+    (22809, '2.28.9'),
+    (22602, '2.26.2'),
+    (2708, '2.7.8'),
+])
+def test_the_nccl_release_as_torch_answers_it(answer, text):
+    assert nccl_smoke_rank.nccl_release(answer) == text
+
+
+def test_a_torch_without_nccl_says_no_release(capsys, monkeypatch):
+    # A CPU build has no torch._C._nccl_version; its init_process_group('nccl') says what is wrong in torch's words.
+    def version():
+        raise AttributeError("module 'torch._C' has no attribute '_nccl_version'")
+
+    cuda = types.ModuleType('torch.cuda')
+    cuda.nccl = types.SimpleNamespace(version=version)
+    monkeypatch.setitem(sys.modules, 'torch', types.ModuleType('torch'))
+    monkeypatch.setitem(sys.modules, 'torch.cuda', cuda)
+    nccl_smoke_rank.say_nccl()
+    assert capsys.readouterr().out == ''
+    cuda.nccl.version = lambda: (2, 30, 7)
+    nccl_smoke_rank.say_nccl()
+    assert capsys.readouterr().out == 'SMOKE nccl 2.30.7\n'
 
 
 def test_a_nan_sum_is_wrong():

@@ -32,6 +32,12 @@ DEFAULTS = {
     '__runtime_env_platform_vars': ['NCCL_NVLS_ENABLE', 'TORCH_SYMM_MEM_DISABLE_MULTICAST'],
     '__runtime_env_os_family': 'Debian',
     '__runtime_env_os_families': ['Debian'],
+    'runtime_env_ptxas_blackwell': '',
+    'runtime_env_compute_capability': '',
+    'runtime_env_arch_profiles': {},
+    '__runtime_env_arch_profiles': {'12.0': {'FLASHINFER_CUDA_ARCH_LIST': '12.0a', 'SGLANG_ENABLE_JIT_DEEPGEMM': '0'}},
+    'runtime_env_verify_triton': True,
+    'runtime_env_triton_archs': ['sm_90', 'sm_100', 'sm_120'],
 }
 
 
@@ -152,3 +158,32 @@ def test_mask_credentials(text, masked):
 
 def test_shown_masks_keys_and_values_of_mappings():
     assert shown({'http://u:s@h:1': ['http://u:s@h:2']}) == '{"http://***@h:1": ["http://***@h:2"]}'
+
+
+def test_arch_profiles_are_keyed_by_quoted_capabilities_and_checked_like_nccl_profiles():
+    assert problems(runtime_env_arch_profiles={'12.0': {}, '10.0': {'FLASHINFER_CUDA_ARCH_LIST': '10.0a'}}) == []
+    assert problems(runtime_env_arch_profiles={12.0: {}}) == [
+        'runtime_env_arch_profiles = {"12.0": {}} is not allowed: keys that are compute capabilities "X.Y" as quoted '
+        'strings (YAML reads 12.0 unquoted as a number)']
+    assert problems(runtime_env_arch_profiles={'12.0': {'NCCL_NVLS_ENABLE': '1', 'PATH': '/x'}}) == [
+        'runtime_env_arch_profiles.12.0.NCCL_NVLS_ENABLE = "1" is not allowed: any variable but NCCL_NVLS_ENABLE and '
+        'TORCH_SYMM_MEM_DISABLE_MULTICAST in a profile, which belong to the platform',
+        'runtime_env_arch_profiles.12.0.PATH = "/x" is not allowed: any variable but PATH (PATH entries go in '
+        'runtime_env_extra_path)']
+    assert problems(runtime_env_arch_profiles={'12.0': ['FLASHINFER_CUDA_ARCH_LIST']})[0].startswith(
+        'runtime_env_arch_profiles.12.0 = ["FLASHINFER_CUDA_ARCH_LIST"] is not allowed: a mapping of variable names')
+
+
+@pytest.mark.parametrize('value, good', [('', True), ('none', True), ('12.0', True), ('9.0', True), ('12', False),
+                                         ('sm_120', False), ('12.0\n', False), (12.0, False)])
+def test_the_compute_capability_setting(value, good):
+    assert (problems(runtime_env_compute_capability=value) == []) is good
+
+
+def test_the_triton_proof_settings():
+    assert problems(runtime_env_triton_archs=['sm_120a', 'sm_90f']) == []
+    assert problems(runtime_env_triton_archs=['sm_120', 'compute_90'], runtime_env_verify_triton='maybe') == [
+        'runtime_env_verify_triton = "maybe" is not allowed: a boolean (true or false)',
+        'runtime_env_triton_archs[1] = "compute_90" is not allowed: an architecture sm_XX (a or f may follow)']
+    assert problems(runtime_env_ptxas_blackwell='bin/ptxas')[0].startswith(
+        'runtime_env_ptxas_blackwell = "bin/ptxas" is not allowed: empty or an absolute path')

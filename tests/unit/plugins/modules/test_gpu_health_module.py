@@ -95,8 +95,9 @@ def test_documentation_matches_the_argument_spec_and_the_result(host, monkeypatc
     result = invoke(gpu_health, {'_ansible_check_mode': True, 'expected_gpus': 2, 'own_pids': [H200_PROCESS]})
     assert_options_match_spec(gpu_health, seen)
     returns = yaml.safe_load(gpu_health.RETURN)
-    for key in ('healthy', 'problems', 'advisories', 'count', 'driver_version'):
+    for key in ('healthy', 'problems', 'advisories', 'count', 'driver_version', 'nccl_version'):
         assert_documented(result[key], returns[key], key)
+    assert result['nccl_version'] == ''  # no smoke test, no NCCL loaded
     for name, check in result['checks'].items():
         assert set(check) == set(returns['checks']['contains']), name
     assert result['changed'] is False and result['healthy'] is True
@@ -126,6 +127,11 @@ def test_the_nccl_smoke_test_runs_over_the_gpus_and_checks_the_sum(host):
     assert nccl['status'] == 'ok' and nccl['value']['world_size'] == 2
     assert nccl['value']['sum'] == nccl['value']['expected'] == 3
     assert nccl['value']['seconds'] > 0 and nccl['value']['busbw_gbps'] is not None
+    # The NCCL the ranks loaded (the stand-in's torch.cuda.nccl.version(), torch 2.11's), as the RETURN sample has it.
+    sample = yaml.safe_load(gpu_health.RETURN)['checks']['sample']['nccl']
+    assert nccl['value']['nccl_version'] == result['nccl_version'] == sample['value']['nccl_version'] == '2.28.9'
+    assert set(nccl['value']) == set(sample['value'])
+    assert nccl['summary'].startswith('NCCL 2.28.9 all-reduce smoke test over 2 GPUs: sum 3 as expected')
 
 
 def test_a_hang_is_cut_at_the_deadline_naming_the_cause_and_leaving_nothing(host, monkeypatch):
@@ -137,6 +143,9 @@ def test_a_hang_is_cut_at_the_deadline_naming_the_cause_and_leaving_nothing(host
     assert result['failed'] is True and result['healthy'] is False
     assert 'no progress in' in result['msg'] and 'NCCL_P2P_DISABLE=1' in result['msg']
     assert result['checks']['nccl']['value']['outcome'] == 'hang'
+    # The NCCL of a hang is known: the ranks said it before the rendezvous.
+    assert result['nccl_version'] == '2.28.9'
+    assert result['checks']['nccl']['summary'].startswith('NCCL 2.28.9 all-reduce smoke test over 2 GPUs: hung')
     assert processes_mentioning('nccl-smoke-') == []
 
 

@@ -13,6 +13,7 @@ import sys
 import time
 
 import pytest
+import yaml
 
 from ansible.module_utils import basic
 
@@ -21,6 +22,8 @@ from ansible_collections.inferops.gpu.plugins.modules import ml_env_check
 
 
 SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'abi')
+ROLE_VARS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..', 'roles', 'ml_env', 'vars',
+                         'main.yml')
 pytestmark = pytest.mark.skipif(not all(shutil.which(tool) for tool in ('g++', 'nm', 'c++filt')),
                                 reason='needs g++ and binutils')
 PINS = {'torch': '2.9.1+cu130', 'sgl-kernel': '0.3.21+cu130'}
@@ -187,6 +190,22 @@ def test_precheck_names_the_failed_rule(venv):
                                                                    'python-supported']
     assert ('rule sgl-kernel-0.3.21-needs-torch-2.9 failed: sgl-kernel 0.3.21+cu130 needs torch 2.9.*; '
             'the pin set has torch 2.10.0+cu130') in result['msg']
+
+
+@pytest.mark.parametrize('nccl, failed', [('2.26.2', True), ('2.27.5', False)])
+def test_precheck_holds_the_nccl_floor_of_the_role(nccl, failed):
+    # The role's rule as validate.yml passes it (why and all) through the module's argument spec.
+    with open(ROLE_VARS) as handle:
+        rule = [r for r in yaml.safe_load(handle)['__ml_env_rules'] if r['name'] == 'nccl-newer-than-2.26.2']
+    result = run_module({'stage': 'precheck', 'python': sys.executable, 'rules': rule,
+                         'pins': dict(PINS, **{'nvidia-nccl-cu12': nccl})})
+    assert result.get('failed', False) is failed
+    assert result['rules'] == [{'name': 'nccl-newer-than-2.26.2', 'kind': 'newer_than', 'ok': not failed, 'message':
+                                'nvidia-nccl-cu12 must be newer than 2.26.2; the pin set has nvidia-nccl-cu12 2.26.2'
+                                if failed else ''}]
+    if failed:
+        assert ('rule nccl-newer-than-2.26.2 failed: nvidia-nccl-cu12 must be newer than 2.26.2; the pin set has '
+                'nvidia-nccl-cu12 2.26.2') in result['msg']
 
 
 def test_precheck_rejects_malformed_pins():

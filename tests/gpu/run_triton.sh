@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# On the real GPU host (issue 28): which ptxas torch's Triton runs for sm_90 and sm_120, through
+# site.yml (cuda_toolkit existing, ml_env host-torch, runtime_env and its Triton proof) with
+# tests/gpu/inventory.yml, whose runtime_env_ptxas is a logging wrapper in front of CUDA 13.0's ptxas:
+#   with      the spec as the role renders it (TRITON_PTXAS_BLACKWELL_PATH too): the role's proof
+#             passes for sm_90 and sm_120, and the wrapper logs a call for each (--gpu-name=sm_90a, sm_120a)
+#   without   runtime_env_ptxas_blackwell empty: the proof must fail naming sm_120, and the wrapper
+#             logs no sm_120a call (Triton ran its bundled ptxas-blackwell)
+#   run       a kernel compiled and run on the GPU (sm_90) by the venv's Triton through the hook
+#   restore   site.yml once more as in `with`
+#   nccl      gpu_health's NCCL smoke test over every GPU of the host: the NCCL release it ran (nccl.json)
+# Writes $OUT/summary.txt and proof-<step>.json (the triton_ptxas result). Needs .whl (make gpu-wheels).
+set -uo pipefail
+out=${OUT:-/tmp/gpu-out}
+mkdir -p "$out"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
+summary="$out/summary.txt"
+say() { echo "$*" | tee -a "$summary"; }
+calls=/tmp/ptxas-calls.log
+cat >/usr/local/bin/ptxas-logged <<SH
+#!/bin/sh
+echo "\$*" >>$calls
+exec /usr/local/cuda-13.0/bin/ptxas "\$@"
+SH
+chmod 0755 /usr/local/bin/ptxas-logged
+
+# $1 = step; the rest go to ansible-playbook. The triton_ptxas result goes to proof-<step>.json.
+site() {
+  local step=$1 rc
+  shift
+  rm -f "$calls"
+  ANSIBLE_STDOUT_CALLBACK=ansible.builtin.json ANSIBLE_LOAD_CALLBACK_PLUGINS=1 timeout -k 10 240 \
+    ansible-playbook -i tests/gpu/inventory.yml -e @tests/gpu/nccl_decode.yml -e inferops_fast_path=false site.yml -l blackwell "$@" >"$out/site-$step.json" 2>"$out/site-$step.err"
+  rc=$?
+  python3 - "$out/site-$step.json" "$out/proof-$step.json" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+found = [r for p in report["plays"] for t in p["tasks"] for r in t["hosts"].values() if "ptxas_release" in r]
+json.dump(found[-1] if found else {"missing": "no triton_ptxas result"}, open(sys.argv[2], "w"), indent=1)
+failed = [r.get("msg", "") for p in report["plays"] for t in p["tasks"] for r in t["hosts"].values() if r.get("failed")]
+print("failed tasks: %d%s" % (len(failed), (": " + failed[0][:600]) if failed else ""))
+PY
+  say "site.yml ($step): rc=$rc; proof: $(python3 -c "import json; r = json.load(open('$out/proof-$step.json')); print(r.get('msg', r)[:400]); print([(a['arch'], a['ptxas_release'], a['ptx_version'], a['ok']) for a in r.get('archs', [])])" | tr '\n' ' ')"
+  say "  ptxas wrapper calls ($step): $(grep -oE -- '--gpu-name=sm_[0-9]+a?' "$calls" 2>/dev/null | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
+}
+
+say "host: $(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader | tr '\n' ' ')"
+say "host env: $(env | grep -E '^(NCCL_NVLS_ENABLE|TORCH_SYMM_MEM_DISABLE_MULTICAST)=' | tr '\n' ' ')"
+say "triton: $(/opt/torch/.venv/bin/python -c 'import triton, torch; print(triton.__version__, torch.__version__)')"
+
+site with
+cp /etc/inferops/runtime-env.json "$out/runtime-env-with.json" 2>/dev/null
+site without -e runtime_env_ptxas_blackwell=
+rm -f "$calls"
+timeout -k 10 300 env -u TRITON_PTXAS_PATH -u TRITON_PTXAS_BLACKWELL_PATH -u PYTHONPATH /opt/ml-env/bin/python \
+  tests/gpu/triton_ptxas.py >"$out/run.log" 2>&1
+say "run on the GPU: rc=$? $(tail -n 1 "$out/run.log"); wrapper calls: $(grep -oE -- '--gpu-name=sm_[0-9]+a?' "$calls" 2>/dev/null | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
+site restore
+ansible localhost -c local -m inferops.gpu.gpu_health -e ansible_python_interpreter=/opt/torch/.venv/bin/python3 \
+  -a '{"checks": ["nccl"], "require": ["nccl"], "ml_env_python": "/opt/torch/.venv/bin/python3"}' >"$out/nccl.log" 2>&1
+say "gpu_health nccl: rc=$? $(grep -oE '"(nccl_version|summary|msg)": "[^"]*"' "$out/nccl.log" | head -n 3 | tr '\n' ' ')"
+(cd "$out" && tar czf logs.tgz nccl.log site-*.json site-*.err run.log && rm -f nccl.log site-*.json site-*.err run.log)
