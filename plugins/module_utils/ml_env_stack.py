@@ -241,7 +241,7 @@ def _evaluate(rule, pins, cuda_version, python_version):
     if kind == 'cuda_major':
         return _cuda_major(rule, cuda_version) if cuda_version else None
     if kind == 'newer_than':
-        return _newer_than(rule, dict((name, [version]) for name, version in pins.items()), 'the pin set')
+        return _newer_than(rule, dict((normalize_name(name), [version]) for name, version in pins.items()), 'the pin set')
     return _python_version(rule, python_version)
 
 
