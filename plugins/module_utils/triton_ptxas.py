@@ -34,10 +34,12 @@ PTXAS_VARS = ('TRITON_PTXAS_PATH', 'TRITON_PTXAS_BLACKWELL_PATH')
 PROBE_SOURCE = r'''
 import json
 import os
+import shutil
 import sys
 import tempfile
 
-os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="inferops-triton-probe-")
+# A fresh cache, so that Triton must run ptxas; removed when the probe ends.
+CACHE = os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="inferops-triton-probe-")
 
 
 def main():
@@ -83,7 +85,10 @@ def main():
     print(json.dumps({"triton": triton.__version__, "archs": archs}))
 
 
-main()
+try:
+    main()
+finally:
+    shutil.rmtree(CACHE, ignore_errors=True)
 '''
 
 

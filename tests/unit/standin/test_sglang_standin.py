@@ -194,12 +194,12 @@ def test_capture_bar_lasts_the_capture_seconds(standin):
 
 # -- auth, metrics, --config ---------------------------------------------------------------------
 
-def test_config_file_api_key_and_metrics(standin, tmp_path):
+def test_config_file_api_key_and_metrics(standin, tmp_path, a_port):
     config_file = tmp_path / 'sglang.yaml'
     # port 1 in the file loses to --port on the command line, as in sglang's merger
     config_file.write_text('# written by the role\napi-key: "s3cret-key"\nenable-metrics: true\nport: 1\n'
                            'served-model-name: demo\n')
-    port = _free_port()
+    port = a_port
     server = standin(['--model-path', str(tmp_path / 'model'), '--config', str(config_file), '--port', str(port)],
                      model_args=False, port=port)
     server.wait_for(READY)
@@ -218,12 +218,6 @@ def test_config_file_api_key_and_metrics(standin, tmp_path):
         assert key.encode() not in handle.read()
     assert "api_key='s3cret-key'" in log_lines(server)[0]  # the real server_args line prints it too
     server.terminate()
-
-
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
 
 
 # -- multi-node --------------------------------------------------------------------------------
