@@ -99,8 +99,11 @@ def test_server_gets_the_token_the_runtime_environment_and_the_jit_caches(host, 
     assert environ["HF_TOKEN"] == variables["sglang_server_hf_token"]
     assert environ["SGLANG_DISABLE_CUDNN_CHECK"] == "1" and environ["CUDA_HOME"] == "/usr/local/cuda-13.0"
     key = jit_dir(host)
-    for name in ("TRITON_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE", "TORCHINDUCTOR_CACHE_DIR"):
-        assert environ[name].startswith(key + "/"), name
+    # One root, laid out as sglang 0.5.23 lays it out (roles/sglang_server/vars/main.yml).
+    assert environ["SGLANG_CACHE_DIR"] == environ["FLASHINFER_WORKSPACE_BASE"] == key
+    for name, sub in (("TRITON_CACHE_DIR", "triton"), ("TORCHINDUCTOR_CACHE_DIR", "inductor"), ("CUDA_CACHE_PATH", "nv"),
+                      ("SGLANG_DG_CACHE_DIR", "deep_gemm")):
+        assert environ[name] == key + "/" + sub, name
     jit = host.file(key)
     assert jit.is_directory and jit.user == "sglang"
 
