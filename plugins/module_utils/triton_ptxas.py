@@ -43,7 +43,8 @@ CACHE = os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="inferops-trito
 
 
 def main():
-    request = json.load(sys.stdin)
+    with open(sys.argv[1]) as handle:
+        request = json.load(handle)
     try:
         import triton
         import triton.language as tl
@@ -119,12 +120,14 @@ def ptx_isa(release):
     return '%d.%d' % (number // 10, number % 10)
 
 
-def probe_argv(python, script):
-    """The probe without the two ptxas variables of the caller's environment (env(1) -u)."""
+def probe_argv(python, script, request):
+    """The probe without the two ptxas variables of the caller's environment (env(1) -u). The request
+    is a file, not stdin: an interpreter that dies at start would break the pipe, and run_command
+    would fail without its output."""
     argv = ['env']
     for name in PTXAS_VARS:
         argv += ['-u', name]
-    return argv + [python, '-B', script]
+    return argv + [python, '-B', script, request]
 
 
 def parse_answer(out):

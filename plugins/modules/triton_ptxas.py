@@ -142,8 +142,10 @@ def prove(module, run_command):
         script = os.path.join(work, 'probe.py')
         with open(script, 'w') as handle:
             handle.write(PROBE_SOURCE)
-        request = module.jsonify({'capabilities': [cap for arch, cap in capabilities(params['archs'])]})
-        rc, out, err = run_command(probe_argv(params['python'], script), data=request)
+        request = os.path.join(work, 'request.json')
+        with open(request, 'w') as handle:
+            handle.write(module.jsonify({'capabilities': [cap for arch, cap in capabilities(params['archs'])]}))
+        rc, out, err = run_command(probe_argv(params['python'], script, request))
         answer = parse_answer(out)
         if answer is None:
             fail('the Triton probe in %s gave no answer (rc=%s): %s' % (params['python'], rc, (err or out or '').strip()[-1500:]))

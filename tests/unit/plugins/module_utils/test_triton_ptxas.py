@@ -103,9 +103,9 @@ def test_capabilities_drop_suffixes_and_repeats():
 
 
 def test_the_probe_runs_without_the_callers_ptxas_variables():
-    argv = triton_ptxas.probe_argv('/opt/ml-env/bin/python', '/tmp/p.py')
+    argv = triton_ptxas.probe_argv('/opt/ml-env/bin/python', '/tmp/p.py', '/tmp/r.json')
     assert argv == ['env', '-u', 'TRITON_PTXAS_PATH', '-u', 'TRITON_PTXAS_BLACKWELL_PATH', '/opt/ml-env/bin/python', '-B',
-                    '/tmp/p.py']
+                    '/tmp/p.py', '/tmp/r.json']
 
 
 def test_the_answer_is_the_last_json_line():

@@ -59,7 +59,8 @@ def test_every_target_assembled_by_the_toolkit_passes(tmp_path, monkeypatch):
     assert result['changed'] is False and result['triton'] == '3.6.0' and result['ptxas_release'] == '13.0'
     assert result['msg'] == 'Triton 3.6.0 assembles sm_90, sm_120 with %s (CUDA 13.0)' % ptxas
     argv = (tmp_path / 'argv').read_text().split()
-    assert argv[0] == '-B' and argv[1].endswith('/probe.py') and argv[2:] == ['unset', 'unset']
+    assert argv[0] == '-B' and argv[1].endswith('/probe.py') and argv[2].endswith('/request.json')
+    assert argv[3:] == ['unset', 'unset']
 
 
 def test_sm_120_with_tritons_own_ptxas_fails_naming_the_variable(tmp_path):
