@@ -120,7 +120,7 @@ lock: tools
 	ansible-playbook playbooks/lock.yml -e ml_env_profile=$(PROFILE) -e ml_env_uv_path=$(ROOT)/.build/venv/bin/uv \
 	  $(if $(VARS),-e @$(VARS)) -e ml_env_lock_dest=$(abspath $(or $(DEST),roles/ml_env/files/locks/$(PROFILE).txt))
 
-# What the collection relies on in SGLang (plugins/module_utils/sglang_versions.py), read in the real
+# What the collection relies on in SGLang (plugins/module_utils/sglang/versions.py), read in the real
 # wheels of every supported release (tools/sglang-wheels.lock, cached in .build/sglang-wheels): first
 # of the checks in `make test`, a few seconds once cached and the quickest verdict among them.
 contract: tools

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The collection as Galaxy users get it: lints the changelog fragments, builds the tarball into
+# The collection as Galaxy users get it: lints the changelog fragments, checks that each role
+# README's variables section is what its argument spec generates, builds the tarball into
 # .build/dist, proves it holds no development file, installs it offline into a temporary path
 # (Galaxy is unreachable) and renders the documentation of every module, filter and role entry
 # point from there with ansible-doc, failing on any markup that does not resolve. Then writes the
@@ -26,6 +27,11 @@ timeout "$limit" antsibull-changelog lint-changelog-yaml changelogs/changelog.ya
 timeout "$limit" antsibull-changelog generate --output "$work/CHANGELOG.md" --output-format md
 cmp -s "$work/CHANGELOG.md" CHANGELOG.md \
   || fail "CHANGELOG.md is not what changelogs/changelog.yaml generates: run antsibull-changelog generate"
+
+# Each role README's variables section is generated from its meta/argument_specs.yml.
+echo "package-check: role READMEs against their argument specs" >&2
+timeout "$limit" python tools/role_readme.py --check \
+  || fail "a role README's variables section is not what its meta/argument_specs.yml generates: run python tools/role_readme.py --write"
 
 dist="$root/.build/dist"
 rm -rf "$dist"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make contract` (part of `make test`): what the collection relies on in SGLang (log texts, arguments,
-# endpoints, fields, metrics: plugins/module_utils/sglang_versions.py), checked in the real wheels of
+# endpoints, fields, metrics: plugins/module_utils/sglang/versions.py), checked in the real wheels of
 # every supported release, never imported (sglang needs torch).
 #   1. the wheels pinned in tools/sglang-wheels.lock, downloaded into .build/sglang-wheels/ only when
 #      missing (pip download --no-deps --require-hashes): later runs are offline;

@@ -6,7 +6,7 @@
     sglang_contract.py self-test [--registry FILE] WHEEL...
 
 `check` reads every wheel (a zip: nothing is imported or run, sglang needs torch) against
-plugins/module_utils/sglang_versions.py, the registry:
+plugins/module_utils/sglang/versions.py, the registry:
   1. every EVIDENCE fragment is in its file, for the wheel's version;
   2. every argument the collection renders (ROLE_ARGS, DEFAULT_ARGS[version]) is accepted by that
      version's argparse, read statically with `ast`, abbreviations included; every REMOVED_ARGS
@@ -33,7 +33,7 @@ import tempfile
 import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REGISTRY = os.path.join(ROOT, 'plugins', 'module_utils', 'sglang_versions.py')
+REGISTRY = os.path.join(ROOT, 'plugins', 'module_utils', 'sglang', 'versions.py')
 PACKAGE = 'sglang'
 SERVER_ARGS = 'srt/server_args.py'
 # What the role runs (`python -m sglang.launch_server`): the parser read is the one it parses with.

@@ -11,7 +11,7 @@ import os
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.inferops.gpu.plugins.module_utils.converged import ROLES
+from ansible_collections.inferops.gpu.plugins.module_utils.fleet.converged import ROLES
 
 # The variables that describe what a node should be: every role's and the collection-wide ones.
 PREFIXES = ('inferops_', 'cuda_toolkit_', 'ml_env_', 'runtime_env_', 'gpu_health_', 'sglang_server_', 'rolling_')
@@ -22,7 +22,7 @@ STEERING = frozenset([
 ])
 # The collection's code: a changed template, default or module is a changed input (a README is not).
 CODE_DIRS = ('meta', 'playbooks', 'plugins', 'roles')
-# The roles a node runs, each with its own digest (module_utils/converged.py: ROLES); the rest of
+# The roles a node runs, each with its own digest (module_utils/fleet/converged.py: ROLES); the rest of
 # the code (plugins, playbooks, the rolling role) and the variables named inferops_* and rolling_*
 # count for every role.
 NODE_ROLES = ROLES

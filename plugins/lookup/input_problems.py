@@ -51,16 +51,14 @@ _raw:
 from ansible.errors import AnsibleError
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.inferops.gpu.plugins.module_utils import (
-    cuda_toolkit_input,
-    gpu_health_input,
-    ml_env_input,
-    rolling_input,
-    runtime_env_input,
-    sglang_gateway_input,
-    sglang_server_input,
-)
-from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import MISSING, run_checks
+from ansible_collections.inferops.gpu.plugins.module_utils.cuda_toolkit import validate as cuda_toolkit_input
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu import validate as gpu_health_input
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env import validate as ml_env_input
+from ansible_collections.inferops.gpu.plugins.module_utils.fleet import rolling_validate as rolling_input
+from ansible_collections.inferops.gpu.plugins.module_utils.runtime_env import validate as runtime_env_input
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang import gateway_validate as sglang_gateway_input
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang import server_validate as sglang_server_input
+from ansible_collections.inferops.gpu.plugins.module_utils._common.input_checks import MISSING, run_checks
 
 ROLES = {
     'cuda_toolkit': cuda_toolkit_input,

@@ -174,10 +174,10 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.inferops.gpu.plugins.module_utils import converged
-from ansible_collections.inferops.gpu.plugins.module_utils.atomic_file import replace_bytes
-from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
-from ansible_collections.inferops.gpu.plugins.module_utils import ml_env_release
+from ansible_collections.inferops.gpu.plugins.module_utils.fleet import converged
+from ansible_collections.inferops.gpu.plugins.module_utils._common.atomic_file import replace_bytes
+from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import CommandTimeout, module_runner
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env import release as ml_env_release
 
 
 def http_status(url, timeout):

@@ -89,8 +89,8 @@ ldconfig_ran:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
-from ansible_collections.inferops.gpu.plugins.module_utils.cuda_toolkit_ldconfig import Files, run
+from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import CommandTimeout, module_runner
+from ansible_collections.inferops.gpu.plugins.module_utils.cuda_toolkit.ldconfig import Files, run
 
 
 def main():

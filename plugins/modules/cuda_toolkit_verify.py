@@ -127,9 +127,9 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
+from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import CommandTimeout, module_runner
 
-from ansible_collections.inferops.gpu.plugins.module_utils.cuda_toolkit import (
+from ansible_collections.inferops.gpu.plugins.module_utils.cuda_toolkit.toolkit import (
     KERNEL_CU,
     KERNEL_PTX,
     absolute_error,

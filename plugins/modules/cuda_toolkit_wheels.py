@@ -185,9 +185,10 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
+from ansible_collections.inferops.gpu.plugins.module_utils._common.atomic_file import replace_text
+from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import CommandTimeout, module_runner
 
-from ansible_collections.inferops.gpu.plugins.module_utils.cuda_toolkit import (
+from ansible_collections.inferops.gpu.plugins.module_utils.cuda_toolkit.toolkit import (
     COMMAND_NAME_RE,
     URL_RE,
     absolute_error,
@@ -362,10 +363,7 @@ def main():
             module.fail_json(msg='the CUDA %s wheels did not provide %s in %s (layout %s)'
                              % (params['version'], ', '.join(missing), home, layout.get('kind', '')), **result)
         if current_stamp != wanted_stamp:
-            with open(stamp_path + '.tmp', 'w') as handle:
-                handle.write(wanted_stamp)
-            os.chmod(stamp_path + '.tmp', 0o644)
-            os.rename(stamp_path + '.tmp', stamp_path)
+            replace_text(stamp_path, wanted_stamp, 0o644)
     if result['changed']:
         result['diff'] = diff
     module.exit_json(**result)

@@ -218,10 +218,10 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferops.gpu.plugins.module_utils import gpu_health
-from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import module_runner
-from ansible_collections.inferops.gpu.plugins.module_utils.gpu_facts import collect_gpu_facts
-from ansible_collections.inferops.gpu.plugins.module_utils.nccl_smoke import run_smoke
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu import health as gpu_health
+from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import module_runner
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu.facts import collect_gpu_facts
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu.nccl_smoke import run_smoke
 
 VERSION_RE = re.compile(r'^[0-9]+(\.[0-9]+)*$')
 CHECK_NAMES = list(gpu_health.CHECKS)

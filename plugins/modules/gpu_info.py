@@ -263,8 +263,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
-from ansible_collections.inferops.gpu.plugins.module_utils.gpu_facts import BACKENDS, collect_gpu_facts
+from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import CommandTimeout, module_runner
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu.facts import BACKENDS, collect_gpu_facts
 
 
 def main():

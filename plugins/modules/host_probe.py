@@ -85,8 +85,8 @@ files:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
-from ansible_collections.inferops.gpu.plugins.module_utils.host_probe import Host, probe
+from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import CommandTimeout, module_runner
+from ansible_collections.inferops.gpu.plugins.module_utils._common.host_probe import Host, probe
 
 
 def shape_problems(params):

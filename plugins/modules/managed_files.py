@@ -97,7 +97,7 @@ changed_paths:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferops.gpu.plugins.module_utils.managed_files import Filesystem, ManagedFilesError, run
+from ansible_collections.inferops.gpu.plugins.module_utils._common.managed_files import Filesystem, ManagedFilesError, run
 
 
 def main():

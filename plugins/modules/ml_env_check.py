@@ -297,15 +297,15 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
-from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_abi import AbiToolError
-from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_stack import (
+from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import CommandTimeout, module_runner
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env.abi import AbiToolError
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env.stack import (
     RULE_KINDS,
     cuda_version_problem,
     evaluate_rules,
     pin_problems,
 )
-from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_verify import PROBE_ENV, VerifyError, verify_venv
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env.verify import PROBE_ENV, VerifyError, verify_venv
 
 PYTHON_VERSION = 'import sys; print("%d.%d.%d" % sys.version_info[:3])'
 

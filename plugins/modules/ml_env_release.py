@@ -178,8 +178,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
-from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_release import (
+from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import CommandTimeout, module_runner
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env.release import (
     Host,
     Layout,
     ReleaseError,

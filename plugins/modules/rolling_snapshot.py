@@ -108,7 +108,7 @@ removed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferops.gpu.plugins.module_utils.rolling_snapshot import restore, take
+from ansible_collections.inferops.gpu.plugins.module_utils.fleet.rolling_snapshot import restore, take
 
 
 def main():

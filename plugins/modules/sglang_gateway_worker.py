@@ -174,12 +174,12 @@ waited:
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import shown
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_node_load import NodeLoad
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_gateway import (
+from ansible_collections.inferops.gpu.plugins.module_utils._common.input_checks import shown
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.node_load import NodeLoad
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.gateway import (
     Gateway, WorkerState, normalise_url, worker_url_problem,
 )
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_module import http
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.server_module import http
 
 
 # The gateway's and the node's metrics URLs may have a path (a gateway behind a proxy); a space or a

@@ -270,9 +270,9 @@ port_holders:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import module_runner
-from ansible_collections.inferops.gpu.plugins.module_utils.gpu_facts import collect_gpu_facts
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_preflight import (
+from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import module_runner
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu.facts import collect_gpu_facts
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.preflight import (
     CHECKS,
     failure_message,
     preflight,

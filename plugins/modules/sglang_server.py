@@ -334,11 +334,11 @@ revision_before:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_launch import LaunchError
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_module import build_operations
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_ops import OperationFailed
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_unit_settings import SettingsError, read_settings
+from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import CommandTimeout, module_runner
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.launch import LaunchError
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.server_module import build_operations
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.ops import OperationFailed
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.unit_settings import SettingsError, read_settings
 
 
 def main():

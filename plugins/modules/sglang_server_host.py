@@ -138,8 +138,8 @@ units:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_server_host import Host, read
+from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import CommandTimeout, module_runner
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.server_host import Host, read
 
 
 def main():

@@ -184,10 +184,10 @@ baseline_path:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_load import (
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.load import (
     BASELINE_FILE, DEFAULT_PROMPT, LAST_FILE, LoadError, run_load, throughput_gate,
 )
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_module import http
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.server_module import http
 
 
 def main():

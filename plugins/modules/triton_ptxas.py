@@ -115,9 +115,9 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout, module_runner
-from ansible_collections.inferops.gpu.plugins.module_utils.cuda_toolkit import absolute_error, archs_errors, parse_release
-from ansible_collections.inferops.gpu.plugins.module_utils.triton_ptxas import (
+from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import CommandTimeout, module_runner
+from ansible_collections.inferops.gpu.plugins.module_utils.cuda_toolkit.toolkit import absolute_error, archs_errors, parse_release
+from ansible_collections.inferops.gpu.plugins.module_utils.runtime_env.triton_ptxas import (
     PROBE_SOURCE, capabilities, judge, parse_answer, probe_argv,
 )
 

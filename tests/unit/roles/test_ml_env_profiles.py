@@ -28,9 +28,9 @@ sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit', 'plugins', 'lookup'))
 import input_cases  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.inferops.gpu.plugins.lookup import input_problems  # noqa: E402
-from ansible_collections.inferops.gpu.plugins.module_utils import ml_env_input  # noqa: E402
-from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import run_checks  # noqa: E402
-from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_stack import normalize_name, split_local  # noqa: E402
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env import validate as ml_env_input  # noqa: E402
+from ansible_collections.inferops.gpu.plugins.module_utils._common.input_checks import run_checks  # noqa: E402
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env.stack import normalize_name, split_local  # noqa: E402
 
 ROLE_VARS = os.path.join(ROOT, 'roles', 'ml_env', 'vars', 'main.yml')
 LOCK_FILES = sorted(glob.glob(os.path.join(ROOT, 'tools', 'lock-*-pypi.yml')))

@@ -9,8 +9,8 @@ import os
 
 import yaml
 
-from ansible_collections.inferops.gpu.plugins.module_utils import sglang_liveness
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_versions import CACHE_LAYOUT, HEALTH_CHECK_SECONDS
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang import liveness as sglang_liveness
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.versions import CACHE_LAYOUT, HEALTH_CHECK_SECONDS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 
-from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_lock import lock_packages, lock_problems, normal_name
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env.lock import lock_packages, lock_problems, normal_name
 
 LOCKS = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'locks')
 CI_PINS = {'packaging': '24.1', 'six': '1.17.0', 'idna': '3.10', 'markupsafe': '3.0.2'}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.inferops.gpu.plugins.filter.network import FilterModule
-from ansible_collections.inferops.gpu.plugins.module_utils.network_input import (
+from ansible_collections.inferops.gpu.plugins.module_utils._common.network_input import (
     masked,
     network_problems,
     proxy_env,

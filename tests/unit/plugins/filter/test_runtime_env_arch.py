@@ -16,8 +16,8 @@ from ansible.module_utils import basic
 
 from module_harness import TIMEOUT, invoke, patch_exits, unbounded
 from ansible_collections.inferops.gpu.plugins.filter.runtime_env import FilterModule
-from ansible_collections.inferops.gpu.plugins.module_utils import gpu_facts
-from ansible_collections.inferops.gpu.plugins.module_utils.runtime_env_arch import choose, host_capabilities
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu import facts as gpu_facts
+from ansible_collections.inferops.gpu.plugins.module_utils.runtime_env.arch import choose, host_capabilities
 from ansible_collections.inferops.gpu.plugins.modules import gpu_info
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))

@@ -9,7 +9,9 @@ import os
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils.atomic_file import replace, replace_bytes, replace_copy
+from ansible_collections.inferops.gpu.plugins.module_utils._common.atomic_file import (
+    replace, replace_bytes, replace_copy, replace_symlink, replace_text,
+)
 
 
 def test_replace_bytes_sets_content_and_mode_in_a_new_inode(tmp_path):
@@ -38,3 +40,30 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_file(tmp_path):
     with pytest.raises(OSError, match='disk full'):
         replace(str(path), broken, 0o644)
     assert path.read_text() == 'old\n' and os.listdir(str(tmp_path)) == ['conf']
+
+
+def test_replace_text_writes_utf8_with_the_mode(tmp_path):
+    path = str(tmp_path / 'revision')
+    replace_text(path, 'größe\n', 0o640)
+    with open(path, 'rb') as handle:
+        assert handle.read() == 'größe\n'.encode('utf-8')
+    assert os.stat(path).st_mode & 0o777 == 0o640
+    assert os.listdir(str(tmp_path)) == ['revision']
+
+
+def test_replace_symlink_swaps_the_link_and_replaces_a_stale_temporary(tmp_path):
+    path = str(tmp_path / 'current')
+    os.symlink('release-a', path)
+    # An interrupted earlier switch left its temporary link behind.
+    os.symlink('release-x', path + '.switch')
+    replace_symlink(path, 'release-b', '.switch')
+    assert os.readlink(path) == 'release-b'
+    assert sorted(os.listdir(str(tmp_path))) == ['current']
+
+
+def test_replace_symlink_over_a_directory_fails_and_leaves_no_temporary(tmp_path):
+    path = tmp_path / 'current'
+    path.mkdir()
+    with pytest.raises(OSError):
+        replace_symlink(str(path), 'release-b')
+    assert sorted(os.listdir(str(tmp_path))) == ['current'] and path.is_dir()

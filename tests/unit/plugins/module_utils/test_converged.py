@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import converged
+from ansible_collections.inferops.gpu.plugins.module_utils.fleet import converged
 
 DIGEST = 'a' * 64
 

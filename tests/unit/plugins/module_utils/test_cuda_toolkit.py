@@ -10,7 +10,7 @@ import struct
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import cuda_toolkit as ct
+from ansible_collections.inferops.gpu.plugins.module_utils.cuda_toolkit import toolkit as ct
 
 NVCC_13 = """nvcc: NVIDIA (R) Cuda compiler driver
 Copyright (c) 2005-2025 NVIDIA Corporation

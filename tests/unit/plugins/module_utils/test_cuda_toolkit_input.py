@@ -14,8 +14,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.inferops.gpu.plugins.module_utils import cuda_toolkit_input as ct
-from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import MISSING, run_checks
+from ansible_collections.inferops.gpu.plugins.module_utils.cuda_toolkit import validate as ct
+from ansible_collections.inferops.gpu.plugins.module_utils._common.input_checks import MISSING, run_checks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 with open(os.path.join(ROOT, 'roles', 'cuda_toolkit', 'vars', 'main.yml')) as handle:

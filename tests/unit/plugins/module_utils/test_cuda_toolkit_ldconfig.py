@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import cuda_toolkit_ldconfig as ctl
+from ansible_collections.inferops.gpu.plugins.module_utils.cuda_toolkit import ldconfig as ctl
 
 CONTENT = '#\n# Ansible managed\n#\n# CUDA 13.0 (wheels), role inferops.gpu.cuda_toolkit\n/usr/local/cuda-13.0/lib64\n'
 DATA = CONTENT.encode()

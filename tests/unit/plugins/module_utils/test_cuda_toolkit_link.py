@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import cuda_toolkit_link as ctl
+from ansible_collections.inferops.gpu.plugins.module_utils.cuda_toolkit import link as ctl
 
 ABSENT = dict(state='absent', src='', resolved='')
 C128, C130 = '/usr/local/cuda-12.8', '/usr/local/cuda-13.0'

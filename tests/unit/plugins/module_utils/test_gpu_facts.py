@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import gpu_facts
-from ansible_collections.inferops.gpu.plugins.module_utils.gpu_facts import (
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu import facts as gpu_facts
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu.facts import (
     collect_gpu_facts,
     cuda_version_from_int,
     summarize,

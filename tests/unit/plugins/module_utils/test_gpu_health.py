@@ -9,10 +9,11 @@ import os
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import gpu_health, gpu_health_checks
-from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout
-from ansible_collections.inferops.gpu.plugins.module_utils.gpu_facts import empty_facts
-from ansible_collections.inferops.gpu.plugins.module_utils.nvidia_smi import parse_query_apps, parse_query_gpu
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu import health as gpu_health
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu import health_checks as gpu_health_checks
+from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import CommandTimeout
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu.facts import empty_facts
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu.nvidia_smi import parse_query_apps, parse_query_gpu
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, '..', '..', 'fixtures')
@@ -260,5 +261,5 @@ def test_the_nccl_check_without_python_fails_clearly():
 
 @pytest.mark.parametrize('bus_id, sysfs', [('00000000:3B:00.0', '0000:3b:00.0'), ('00000001:C1:00.0', '0001:c1:00.0')])
 def test_bus_ids_are_named_as_sysfs_names_them(bus_id, sysfs):
-    from ansible_collections.inferops.gpu.plugins.module_utils.gpu_health_parse import normalize_bdf
+    from ansible_collections.inferops.gpu.plugins.module_utils.gpu.health_parse import normalize_bdf
     assert normalize_bdf(bus_id) == sysfs

@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import gpu_health_checks as hc
-from ansible_collections.inferops.gpu.plugins.module_utils.gpu_health_parse import (
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu import health_checks as hc
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu.health_parse import (
     bridges_above,
     iommu_mode,
     parse_lspci_acs,
@@ -19,7 +19,7 @@ from ansible_collections.inferops.gpu.plugins.module_utils.gpu_health_parse impo
     parse_topo_p2p,
     parse_xid,
 )
-from ansible_collections.inferops.gpu.plugins.module_utils.nvidia_smi import parse_query_gpu
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu.nvidia_smi import parse_query_gpu
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'fixtures')
 RTX_SYSFS = {

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import gpu_health_input as gh
-from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import run_checks
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu import validate as gh
+from ansible_collections.inferops.gpu.plugins.module_utils._common.input_checks import run_checks
 
 DEFAULTS = {
     'gpu_health_checks': ['driver', 'gpus'],

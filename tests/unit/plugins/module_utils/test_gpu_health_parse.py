@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils.gpu_health_parse import (
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu.health_parse import (
     ACS_BITS,
     acs_from_config,
     bridges_above,

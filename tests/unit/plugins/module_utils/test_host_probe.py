@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import host_probe as hp
-from ansible_collections.inferops.gpu.plugins.module_utils import ml_env_input
-from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import BoundedRunner
+from ansible_collections.inferops.gpu.plugins.module_utils._common import host_probe as hp
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env import validate as ml_env_input
+from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import BoundedRunner
 
 TIMEOUT = '/usr/bin/timeout'
 
@@ -79,7 +79,7 @@ def probe_ml_env(tmp_path, interpreter, ml_env_path, uv=''):
 
 @pytest.mark.skipif(not os.path.exists(TIMEOUT), reason='needs coreutils timeout(1)')
 def test_the_ml_env_checks_judge_the_probe_as_they_judged_the_modules_answers(tmp_path):
-    """The answers feed plugins/module_utils/ml_env_input.py's checks unchanged: a real Python passes, /bin/true
+    """The answers feed plugins/module_utils/ml_env/validate.py's checks unchanged: a real Python passes, /bin/true
     is not Python (rc 0, printed nothing), a directory is no executable file, a missing uv is refused, a real
     directory at ml_env_path is refused (the table's on-host cases, here through the probe)."""
     values = dict(ml_env_python_interpreter=sys.executable, ml_env_path=str(tmp_path / 'ml-env'),

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils.local_http import request
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_module import http as module_http
+from ansible_collections.inferops.gpu.plugins.module_utils._common.local_http import request
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.server_module import http as module_http
 
 
 class Handler(http.server.BaseHTTPRequestHandler):

@@ -11,7 +11,7 @@ import pwd
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import managed_files as mf
+from ansible_collections.inferops.gpu.plugins.module_utils._common import managed_files as mf
 
 ME = pwd.getpwuid(os.getuid()).pw_name
 MY_GROUP = grp.getgrgid(os.getgid()).gr_name

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_abi import (
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env.abi import (
     AbiToolError,
     SymbolReader,
     check_abi,

@@ -15,8 +15,8 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'lookup'))
 import input_cases  # noqa: E402  pylint: disable=wrong-import-position
 
-from ansible_collections.inferops.gpu.plugins.module_utils import ml_env_input  # noqa: E402
-from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import run_checks  # noqa: E402
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env import validate as ml_env_input  # noqa: E402
+from ansible_collections.inferops.gpu.plugins.module_utils._common.input_checks import run_checks  # noqa: E402
 
 HASH = '--hash=sha256:' + 'a' * 64
 # Recorded with ansible.builtin.stat / command on Debian 12 (the fields the checks read).

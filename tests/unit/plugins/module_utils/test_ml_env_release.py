@@ -20,7 +20,7 @@ import venv
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import ml_env_release as mr
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env import release as mr
 
 SITE = 'lib/python3.12/site-packages'
 HOOK = [{'path': '_inferops_hook.pth', 'content': 'import os\n'}]

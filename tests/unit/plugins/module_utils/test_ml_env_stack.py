@@ -10,8 +10,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_lock import lock_packages
-from ansible_collections.inferops.gpu.plugins.module_utils.ml_env_stack import (
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env.lock import lock_packages
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env.stack import (
     cuda_major_of_tag,
     cuda_version_problem,
     evaluate_rules,

@@ -17,12 +17,13 @@ import zipfile
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import nccl_smoke, nccl_smoke_rank
-from ansible_collections.inferops.gpu.plugins.module_utils.nccl_smoke import (
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu import nccl_smoke
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu import nccl_smoke_rank
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu.nccl_smoke import (
     HANG_FIX, RankLog, rank_env, rank_script_source, run_smoke,
 )
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_launch import LaunchError
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_launch import spawn as real_spawn
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.launch import LaunchError
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.launch import spawn as real_spawn
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
 STANDIN = os.path.join(REPO_ROOT, 'tests', 'fixtures', 'nccl_standin')
@@ -301,7 +302,7 @@ def test_a_nan_sum_is_wrong():
 
 
 def test_the_rank_script_source_is_the_file_and_imports_torch_only_in_main():
-    with open(os.path.join(MODULE_UTILS, 'nccl_smoke_rank.py')) as handle:
+    with open(os.path.join(MODULE_UTILS, 'gpu', 'nccl_smoke_rank.py')) as handle:
         on_disk = handle.read()
     assert rank_script_source() == on_disk
     tree = ast.parse(on_disk)
@@ -317,7 +318,7 @@ def test_the_rank_script_source_without_inspect(monkeypatch):
     def no_source(module):
         raise OSError('could not get source code')
     monkeypatch.setattr(nccl_smoke.inspect, 'getsource', no_source)
-    with open(os.path.join(MODULE_UTILS, 'nccl_smoke_rank.py')) as handle:
+    with open(os.path.join(MODULE_UTILS, 'gpu', 'nccl_smoke_rank.py')) as handle:
         assert rank_script_source() == handle.read()
     monkeypatch.setattr(nccl_smoke_rank, '__loader__', None)
     with pytest.raises(LaunchError, match='cannot be read'):
@@ -339,17 +340,17 @@ def test_the_rank_script_source_comes_out_of_a_zip_like_ansiballz(tmp_path, use_
     package = 'ansible_collections/inferops/gpu/plugins/module_utils/'
     with zipfile.ZipFile(archive, 'w') as zf:
         for part in ('ansible_collections/', 'ansible_collections/inferops/', 'ansible_collections/inferops/gpu/',
-                     'ansible_collections/inferops/gpu/plugins/', package):
+                     'ansible_collections/inferops/gpu/plugins/', package, package + 'gpu/', package + '_common/'):
             zf.writestr(part + '__init__.py', '')
-        for name in ('nccl_smoke.py', 'nccl_smoke_rank.py', 'sglang_launch.py', 'procfs.py', 'gpu_health_checks.py',
-                     'gpu_health_parse.py', 'nvidia_smi.py'):
+        for name in ('gpu/nccl_smoke.py', 'gpu/nccl_smoke_rank.py', '_common/spawn.py', 'gpu/health_checks.py',
+                     'gpu/health_parse.py', 'gpu/nvidia_smi.py'):
             zf.write(os.path.join(MODULE_UTILS, name), package + name)
     code = ('import sys; sys.path.insert(0, %r)\n'
-            'from ansible_collections.inferops.gpu.plugins.module_utils import nccl_smoke\n'
+            'from ansible_collections.inferops.gpu.plugins.module_utils.gpu import nccl_smoke\n'
             'assert nccl_smoke.__file__.startswith(%r), nccl_smoke.__file__\n'
             'if not %r:\n'
             '    nccl_smoke.inspect.getsource = None  # TypeError: the loader.get_data path\n'
             'sys.stdout.write(nccl_smoke.rank_script_source())\n' % (archive, archive, use_inspect))
     out = subprocess.run([sys.executable, '-I', '-c', code], capture_output=True, text=True, timeout=30, check=True)
-    with open(os.path.join(MODULE_UTILS, 'nccl_smoke_rank.py')) as handle:
+    with open(os.path.join(MODULE_UTILS, 'gpu', 'nccl_smoke_rank.py')) as handle:
         assert out.stdout == handle.read()

@@ -8,8 +8,8 @@ import collections
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import nvidia_smi
-from ansible_collections.inferops.gpu.plugins.module_utils.nvidia_smi import (
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu import nvidia_smi
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu.nvidia_smi import (
     classify_link,
     parse_banner,
     parse_query_apps,

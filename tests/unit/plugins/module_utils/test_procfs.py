@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import procfs
-from ansible_collections.inferops.gpu.plugins.module_utils.procfs import Proc
+from ansible_collections.inferops.gpu.plugins.module_utils._common import procfs
+from ansible_collections.inferops.gpu.plugins.module_utils._common.procfs import Proc
 
 TCP_HEADER = ('  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n')
 # Lines as a little-endian kernel prints them (captured on x86_64): 127.0.0.1, ::1, ::ffff:127.0.0.1, ::.

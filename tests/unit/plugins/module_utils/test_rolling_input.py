@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import rolling_input as ri
-from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import MISSING, run_checks
+from ansible_collections.inferops.gpu.plugins.module_utils.fleet import rolling_validate as ri
+from ansible_collections.inferops.gpu.plugins.module_utils._common.input_checks import MISSING, run_checks
 
 GATEWAY = 'gw-1'
 KEY = '0123456789abcdef'

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils.rolling_snapshot import record, restore, take
+from ansible_collections.inferops.gpu.plugins.module_utils.fleet.rolling_snapshot import record, restore, take
 
 NOBODY = 65534
 

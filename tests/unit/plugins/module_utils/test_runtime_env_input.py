@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import runtime_env_input as rt
-from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import MISSING, mask_credentials, run_checks, shown
+from ansible_collections.inferops.gpu.plugins.module_utils.runtime_env import validate as rt
+from ansible_collections.inferops.gpu.plugins.module_utils._common.input_checks import MISSING, mask_credentials, run_checks, shown
 
 # The role's defaults and vars/main.yml as the lookup renders them on a Debian host.
 DEFAULTS = {

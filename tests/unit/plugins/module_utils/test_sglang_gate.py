@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 import time
 
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_gate import Gate
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_probe import Probe
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_watch import LogFollower, ProgressFile
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.gate import Gate
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.probe import Probe
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.watch import LogFollower, ProgressFile
 
 GENERATE_OK = json.dumps({'text': ' Paris', 'meta_info': {'completion_tokens': 8}})
 MODELS_OK = json.dumps({'data': [{'id': 'm'}]})

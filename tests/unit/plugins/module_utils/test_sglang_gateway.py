@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_gateway import (
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.gateway import (
     Gateway, GatewayError, NodeMetrics, WorkerState, find, healthy_count, in_flight, is_worker_url, normalise_url,
     parse_prometheus, worker_url_problem,
 )

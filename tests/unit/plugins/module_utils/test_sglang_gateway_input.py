@@ -12,8 +12,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.inferops.gpu.plugins.module_utils import sglang_gateway_input as gw
-from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import MISSING, run_checks
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang import gateway_validate as gw
+from ansible_collections.inferops.gpu.plugins.module_utils._common.input_checks import MISSING, run_checks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 KEY = '0123456789abcdef'

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import procfs
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_launch import (
+from ansible_collections.inferops.gpu.plugins.module_utils._common import procfs
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.launch import (
     LaunchError, ProcessManager, SystemdManager, describe_exit,
 )
 
@@ -207,7 +207,7 @@ def test_a_start_after_a_crash_does_not_wait_out_restart_sec(tmp_path):
 
 
 def test_the_identity_of_a_run_is_the_key_liveness_counts_by(tmp_path):
-    from ansible_collections.inferops.gpu.plugins.module_utils import sglang_liveness
+    from ansible_collections.inferops.gpu.plugins.module_utils.sglang import liveness as sglang_liveness
     me = os.getpid()
     running = SHOW_RUNNING.format(main=me) + 'ActiveEnterTimestampMonotonic=123456\n'
     mgr = SystemdManager('sglang-server.service', Systemctl([running]), cgroup_root=cgroup(tmp_path, [me]))
@@ -275,7 +275,7 @@ def test_systemd_manager_names_a_missing_unit_and_a_failed_start(tmp_path):
 
 
 def test_environment_files_are_read_like_systemd_and_win_over_the_environment(tmp_path):
-    from ansible_collections.inferops.gpu.plugins.module_utils.sglang_launch import parse_environment_file
+    from ansible_collections.inferops.gpu.plugins.module_utils.sglang.launch import parse_environment_file
     # The quoting runtime_env and the sglang_server role write (backslash, quote, dollar, backtick escaped).
     text = '# managed\nPATH="/usr/local/cuda-13.0/bin:/usr/bin"\nHF_TOKEN="hf_\\"x\\$y\\`z\\\\"\nPLAIN=1\n\nnot a line\n'
     assert parse_environment_file(text) == {'PATH': '/usr/local/cuda-13.0/bin:/usr/bin', 'HF_TOKEN': 'hf_"x$y`z\\', 'PLAIN': '1'}

@@ -17,10 +17,10 @@ import time
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import sglang_liveness as liveness
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang import liveness
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-SCRIPT = os.path.join(REPO_ROOT, 'plugins', 'module_utils', 'sglang_liveness.py')
+SCRIPT = os.path.join(REPO_ROOT, 'plugins', 'module_utils', 'sglang', 'liveness.py')
 STANDIN = os.path.join(REPO_ROOT, 'tests', 'fixtures', 'sglang_standin')
 HANG = os.path.join(STANDIN, 'hang_after_ready.py')
 UNIT = 'sglang-server.service'

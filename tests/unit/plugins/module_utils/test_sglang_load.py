@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import sglang_load
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_load import (
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang import load as sglang_load
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.load import (
     LoadError, choose_baseline, completion_tokens, host_baseline, judge, run_load, throughput_gate,
 )
 

@@ -14,8 +14,8 @@ import json
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_gateway import GatewayError
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_node_load import NodeLoad, loads_in_flight
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.gateway import GatewayError
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.node_load import NodeLoad, loads_in_flight
 
 V059 = {'timestamp': '2026-12-04T10:00:00.000000+00:00', 'version': '0.5.9', 'dp_rank_count': 2,
         'loads': [{'dp_rank': 0, 'timestamp': 1733306400.0, 'num_running_reqs': 3, 'num_waiting_reqs': 1,

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_ops import OperationFailed, Operations
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.ops import OperationFailed, Operations
 
 
 class Manager:

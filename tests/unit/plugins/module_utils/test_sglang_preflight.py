@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import sglang_preflight as pf
-from ansible_collections.inferops.gpu.plugins.module_utils.bounded_run import CommandTimeout
-from ansible_collections.inferops.gpu.plugins.module_utils.gpu_facts import collect_gpu_facts
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang import preflight as pf
+from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import CommandTimeout
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu.facts import collect_gpu_facts
 
 A100_GPU3 = 'GPU-f26547dc-a3ff-c4fa-07dc-3220a912a8ce'
 ANY4, LOOPBACK4 = '00000000', '0100007F'

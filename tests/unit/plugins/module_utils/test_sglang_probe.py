@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_probe import (
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.probe import (
     Probe, base_url, check_ready, probe_host,
 )
 

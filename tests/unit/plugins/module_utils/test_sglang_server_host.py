@@ -12,7 +12,7 @@ import pwd
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import sglang_server_host as ssh
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang import server_host as ssh
 
 ME = pwd.getpwuid(os.getuid()).pw_name
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import sglang_server_input as checks
-from ansible_collections.inferops.gpu.plugins.module_utils.input_checks import MISSING, run_checks
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang import server_validate as checks
+from ansible_collections.inferops.gpu.plugins.module_utils._common.input_checks import MISSING, run_checks
 
 READ_OPTIONS = {'--tp': 'tp', '--tp-size': 'tp', '--tensor-parallel-size': 'tp', '--pp': 'pp', '--pp-size': 'pp',
                 '--pipeline-parallel-size': 'pp', '--node-rank': 'node_rank', '--nnodes': 'nnodes', '--log-level': 'log_level'}
@@ -68,7 +68,7 @@ def test_an_option_the_release_no_longer_takes_is_refused_naming_its_replacement
 
 
 def test_the_default_args_are_the_releases_own():
-    from ansible_collections.inferops.gpu.plugins.module_utils.sglang_versions import default_args
+    from ansible_collections.inferops.gpu.plugins.module_utils.sglang.versions import default_args
     for version in ('0.5.9', '0.5.23', '0.5.23.post1', '0.6.0', '0.5.10'):
         assert problems(sglang_server_sglang_version=version, sglang_server_args=default_args(version)) == [], version
     assert '--cuda-graph-max-bs-decode' in default_args('0.5.23') and '--cuda-graph-max-bs' in default_args('0.5.9')

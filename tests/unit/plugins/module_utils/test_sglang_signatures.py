@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_signatures import (
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.signatures import (
     SIGNATURES, SignatureScanner, redact, strip_ansi,
 )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_unit_settings import (
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.unit_settings import (
     SettingsError, config_api_key, exec_start, read_settings,
 )
 

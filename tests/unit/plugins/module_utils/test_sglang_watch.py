@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_watch import (
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.watch import (
     Deadline, LogFollower, ProgressFile, StallTimer, find_last_start, phase_of,
 )
 

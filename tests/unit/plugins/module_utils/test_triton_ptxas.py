@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import triton_ptxas
+from ansible_collections.inferops.gpu.plugins.module_utils.runtime_env import triton_ptxas
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'fixtures', 'triton')
 PTXAS = '/tmp/nvcc13/nvidia/cu13/bin/ptxas'  # where the recording's CUDA 13.0 ptxas was

@@ -19,7 +19,7 @@ from ansible.module_utils import basic
 from module_harness import (
     TIMEOUT, assert_documented, assert_options_match_spec, invoke, patch_exits, record_argument_spec, unbounded,
 )
-from ansible_collections.inferops.gpu.plugins.module_utils import gpu_facts
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu import facts as gpu_facts
 from ansible_collections.inferops.gpu.plugins.modules import gpu_health
 
 HERE = os.path.dirname(os.path.abspath(__file__))

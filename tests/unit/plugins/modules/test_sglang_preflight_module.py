@@ -22,8 +22,8 @@ from module_harness import (
     TIMEOUT, assert_documented, assert_options_match_spec, invoke, patch_exits, record_argument_spec, unbounded,
 )
 from ansible_collections.inferops.gpu.plugins.doc_fragments import attributes
-from ansible_collections.inferops.gpu.plugins.module_utils import gpu_facts
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang_preflight import CHECKS
+from ansible_collections.inferops.gpu.plugins.module_utils.gpu import facts as gpu_facts
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.preflight import CHECKS
 from ansible_collections.inferops.gpu.plugins.modules import sglang_preflight
 
 SMI = '/usr/bin/nvidia-smi'

@@ -15,7 +15,7 @@ import yaml
 
 from module_harness import assert_documented, assert_options_match_spec, record_argument_spec
 
-from ansible_collections.inferops.gpu.plugins.module_utils import procfs
+from ansible_collections.inferops.gpu.plugins.module_utils._common import procfs
 from ansible_collections.inferops.gpu.plugins.modules import sglang_server
 
 # The `server` fixture (conftest.py) runs the real SGLang stand-in.
@@ -63,7 +63,7 @@ def test_the_rollback_probes_with_the_restored_units_settings(server, tmp_path):
                     % (config, base['port']))
     refused = server['run'](settings_from_unit=str(unit))
     assert refused['failed'] and 'settings_from_unit needs manager=systemd' in refused['msg']
-    from ansible_collections.inferops.gpu.plugins.module_utils.sglang_unit_settings import read_settings
+    from ansible_collections.inferops.gpu.plugins.module_utils.sglang.unit_settings import read_settings
     settings = read_settings(str(unit))
     assert settings['port'] == base['port'] and settings['api_key'] == 'sk-restored-key-1'
     assert settings['served_model_name'] == 'standin'

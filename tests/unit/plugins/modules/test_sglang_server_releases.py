@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from ansible_collections.inferops.gpu.plugins.module_utils import procfs
+from ansible_collections.inferops.gpu.plugins.module_utils._common import procfs
 
 RELEASES = ['0.5.9', '0.5.23']
 
