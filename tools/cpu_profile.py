@@ -7,7 +7,7 @@ Ansible's modules in the test hosts (python3.11, python3.13), their services and
 controller (ansible-playboo: the kernel keeps 15 characters) are all counted. A process still
 running at the end (a server, systemd in a container) has no record yet; nor has the command
 itself, so the table's total is below the machine's.
-    make test's own figures, README ("Where make test's CPU goes"): tools/cpu_profile.py -- make test
+    make test's own figures, docs/testing.md ("Where `make test`'s CPU goes"): tools/cpu_profile.py -- make test
 """
 
 import argparse

@@ -27,7 +27,11 @@ description:
     causes of blocked peer-to-peer (C(warn)).
   - V(p2p) - every pair of GPUs can read each other (C(nvidia-smi topo -p2p r)).
   - V(gpu_clean) - no foreign compute process on the GPUs of O(gpu_indices), each named with PID, user and command
-    line, and at most O(gpu_memory_threshold_mib) MiB in use that no process of O(own_pids) holds.
+    line, and at most O(gpu_memory_threshold_mib) MiB in use that no process of the server's own holds. The server's
+    own processes are found as the sglang_server role runs the server, the processes of the units of O(own_units)
+    (their control groups) and the process groups the pid files of O(own_pid_files) record, and those of
+    O(own_pids); the check's value lists them (C(own), each with what made it the server's, C(by)) and its summary
+    says how many there are and what they hold. A foreign process is still a failure.
   - V(nccl) - opt-in. An all-reduce over O(nccl_gpus) GPUs, one process each, started with O(ml_env_python) so the
     runtime_env start-up hook applies. The sum is checked, the bus bandwidth measured at O(nccl_size_mib) MiB. A run
     that passes O(nccl_timeout) is killed with every rank and reported as no progress, the known symptom of blocked
@@ -80,6 +84,26 @@ options:
     description: Processes (and their descendants) that are not foreign to the GPUs, for example the running server's.
     type: list
     elements: int
+    default: []
+  own_units:
+    description:
+      - systemd units whose processes are not foreign to the GPUs, the server run as a unit (the sglang_server role's
+        C(<sglang_server_unit_name>.service)). Every process of the unit's control group counts (C(systemctl show
+        --property=ControlGroup), then its C(cgroup.procs) under C(/sys/fs/cgroup)), or the main PID and its
+        descendants where the control group cannot be read.
+      - A unit that does not exist or does not run names no process. One that cannot be looked up (no systemd) is
+        named in the problem of every foreign process, which may be the server's.
+    type: list
+    elements: str
+    default: []
+  own_pid_files:
+    description:
+      - Pid files of servers run as a process group (the sglang_server module's process manager writes C(PID
+        STARTTIME) to C(<run_dir>/sglang-server.pid)). The group of that PID and the PID's descendants are not foreign
+        to the GPUs; a PID that now runs another program (another start time) names none.
+      - A missing file names no process.
+    type: list
+    elements: path
     default: []
   ml_env_python:
     description: The python of the ml-env release (RV(inferops.gpu.ml_env_check#module:python)); needed by V(nccl).
@@ -193,6 +217,10 @@ checks:
         - What was measured; its shape depends on the check.
         - V(nccl) has C(world_size), C(seconds), C(busbw_gbps), C(size_bytes), C(sum), C(expected), C(ranks) (the last
           phase of each), C(outcome), C(log_tail) and C(nccl_version) (V(null) when no rank said it).
+        - V(gpu_clean) has C(gpus) (the GPUs looked at), C(foreign) (the PIDs of foreign processes), C(own) (one entry
+          per process of the server's own and GPU, with C(pid), C(gpu_index), C(used_memory_mib), C(command) and
+          C(by), what made it the server's, for example V(unit sglang-server.service)), C(own_errors) (the lookups of
+          the server's processes that failed) and C(threshold_mib).
       type: raw
     summary:
       description: One line saying what was measured.
@@ -224,6 +252,8 @@ from ansible_collections.inferops.gpu.plugins.module_utils.gpu.facts import coll
 from ansible_collections.inferops.gpu.plugins.module_utils.gpu.nccl_smoke import run_smoke
 
 VERSION_RE = re.compile(r'^[0-9]+(\.[0-9]+)*$')
+# A systemd unit name (systemd.unit(5)): never an option of systemctl.
+UNIT_RE = re.compile(r'^[A-Za-z0-9:_.@\\][A-Za-z0-9:_.@\\-]{0,255}\Z')
 CHECK_NAMES = list(gpu_health.CHECKS)
 
 
@@ -238,6 +268,8 @@ def argument_spec():
         gpu_indices=dict(type='list', elements='int', default=[]),
         gpu_memory_threshold_mib=dict(type='int', default=1024),
         own_pids=dict(type='list', elements='int', default=[]),
+        own_units=dict(type='list', elements='str', default=[]),
+        own_pid_files=dict(type='list', elements='path', default=[]),
         ml_env_python=dict(type='path'),
         nccl_gpus=dict(type='int'),
         nccl_timeout=dict(type='int', default=60),
@@ -266,6 +298,13 @@ def bad_params(params):
         if not re.match(r'^[0-9]+\.[0-9]+$', capability):
             bad.append('compute_capabilities holds %r; write each as major.minor, for example 12.0 for sm_120'
                        % capability)
+    for unit in params['own_units']:
+        if not UNIT_RE.match(unit):
+            bad.append('own_units holds %r; write each as a systemd unit name, for example sglang-server.service'
+                       % unit)
+    for path in params['own_pid_files']:
+        if not os.path.isabs(path):
+            bad.append('own_pid_files holds %r; write each as an absolute path' % path)
     if 'nccl' in params['checks'] and not params['ml_env_python']:
         bad.append('the nccl check needs ml_env_python, the python of the ml-env release')
     return bad

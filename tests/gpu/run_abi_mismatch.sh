@@ -8,11 +8,9 @@
 #   3. the module alone on the host's venv, timed
 # Writes into $OUT: abi-site.log, abi-module.json, abi-summary.txt.
 set -uo pipefail
-out=${OUT:-/tmp/gpu-out}
-mkdir -p "$out"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
-summary=$out/abi-summary.txt
+SUMMARY=${OUT:-/tmp/gpu-out}/abi-summary.txt
+# shellcheck source=tests/gpu/lib.sh
+. "$(dirname "$0")/lib.sh"
 torch_dir=/opt/torch/.venv/lib/python3.12/site-packages/torch
 ext=/tmp/abi/libsgl_kernel_like.so
 mkdir -p /tmp/abi

@@ -7,12 +7,9 @@
 #   p2poff  the smoke test with NCCL_P2P_DISABLE=1, the diagnostic the hang message names
 # Writes $OUT/summary.txt and one JSON per step. Needs .whl (ansible-core wheels).
 set -uo pipefail
-out=${OUT:-/tmp/gpu-out}
-mkdir -p "$out"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH GPU_DUMP_DIR=$out
-summary="$out/summary.txt"
-say() { echo "$*" | tee -a "$summary"; }
+# shellcheck source=tests/gpu/lib.sh
+. "$(dirname "$0")/lib.sh"
+export GPU_DUMP_DIR=$out
 smi() { nvidia-smi --query-compute-apps=pid,used_memory,gpu_uuid --format=csv,noheader; }
 # The pattern does not match its own text, so grep never lists itself.
 ranks() { grep -lE 'nccl-smoke-[a-z0-9_]+/' /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3; }

@@ -2,10 +2,8 @@
 # On the real GPU host: ansible-core from carried wheels (.whl), a process holding memory on every
 # GPU, then tests/gpu/gpu_info.yml through both backends. Writes into $OUT.
 set -euo pipefail
-out=${OUT:-/tmp/gpu-out}
-mkdir -p "$out"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
+# shellcheck source=tests/gpu/lib.sh
+. "$(dirname "$0")/lib.sh"
 python3 -c 'import torch, time, sys
 xs = [torch.empty(256 << 20, dtype=torch.uint8, device=f"cuda:{i}") for i in range(torch.cuda.device_count())]
 torch.cuda.synchronize(); print("holding", flush=True); time.sleep(120)' >"$out/holder.log" 2>&1 &

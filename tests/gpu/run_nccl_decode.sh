@@ -24,7 +24,6 @@ exec {xfd}>>"$logs/trace.log"
 BASH_XTRACEFD=$xfd
 set -x
 
-say() { echo "[$SECONDS s] $*" | tee -a "$summary"; }
 left() { echo $((budget - SECONDS)); }
 # A step's limit: its own cap, or what is left of the budget less a margin for packing up.
 limit() { local cap=$1 rest=$(($(left) - 15)); echo $((rest < cap ? rest : cap)); }
@@ -36,10 +35,12 @@ trap pack EXIT
 # An array, not a function: `timeout` runs commands, and kills the whole group (mp.spawn's ranks too).
 venv_python=(env -u CUDA_HOME -u PYTHONPATH PYTHONUNBUFFERED=1 "${ML_ENV_PYTHON:-/opt/ml-env/bin/python}")
 
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || { say "wheel install failed"; exit 1; }
-# The inventory's runtime_env_ptxas: a logging wrapper in front of the toolkit's ptxas.
-printf '#!/bin/sh\necho "ptxas-logged -> /usr/local/cuda-13.0/bin/ptxas $*" >>/tmp/ptxas-calls.log\nexec /usr/local/cuda-13.0/bin/ptxas "$@"\n' >/usr/local/bin/ptxas-logged
-chmod 0755 /usr/local/bin/ptxas-logged
+# The carried wheels (lib.sh exits on a failed install), and the inventory's runtime_env_ptxas: a
+# logging wrapper in front of the toolkit's ptxas. say() is lib.sh's with the time in front.
+# shellcheck source=tests/gpu/lib.sh
+. "$(dirname "$0")/lib.sh"
+say() { echo "[$SECONDS s] $*" | tee -a "$summary"; }
+ptxas_wrapper /tmp/ptxas-calls.log "ptxas-logged -> /usr/local/cuda-13.0/bin/ptxas "
 
 gpus=$(nvidia-smi -L | grep -c '^GPU ')
 {

@@ -10,17 +10,12 @@
 # Everything lands in $OUT (summary.txt plus logs.tgz). Needs .whl (ansible-core) and .gpuwheels
 # (the stand-in wheel and idna, built here: the host has no network).
 set -uo pipefail
-out=${OUT:-/tmp/gpu-out}
-mkdir -p "$out"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
-summary="$out/summary.txt"
+# shellcheck source=tests/gpu/lib.sh
+. "$(dirname "$0")/lib.sh"
 # The inventory's runtime_env_ptxas: a logging wrapper in front of the toolkit's ptxas.
-printf '#!/bin/sh\necho "ptxas-logged -> /usr/local/cuda-13.0/bin/ptxas $*" >>/tmp/ptxas-calls.log\nexec /usr/local/cuda-13.0/bin/ptxas "$@"\n' >/usr/local/bin/ptxas-logged
-chmod 0755 /usr/local/bin/ptxas-logged
+ptxas_wrapper /tmp/ptxas-calls.log "ptxas-logged -> /usr/local/cuda-13.0/bin/ptxas "
 # No network there: without logrotate the role must not try to install it.
 if [ -x /usr/sbin/logrotate ]; then export HAVE_LOGROTATE=true; else export HAVE_LOGROTATE=false; fi
-say() { echo "$*" | tee -a "$summary"; }
 smi() { nvidia-smi --query-compute-apps=pid,used_memory,gpu_uuid --format=csv,noheader; }
 mkdir -p /srv/models/standin && echo '{"architectures": ["StandInForCausalLM"]}' >/srv/models/standin/config.json
 # On a one-GPU host (the 1x H200 kind) the server runs one rank: --tp 1.

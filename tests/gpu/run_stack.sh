@@ -6,15 +6,9 @@
 #   triton.log           a Triton kernel compiled in a fresh cache + the ptxas wrapper's call log
 #   bench.txt            all-reduce bus bandwidth 1 MiB..1 GiB under each profile (bench/nccl_profiles.sh)
 set -uo pipefail
-out=${OUT:-/tmp/gpu-out}
-mkdir -p "$out"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
-cat >/usr/local/bin/ptxas-logged <<'SH'
-#!/bin/sh
-echo "ptxas-logged -> /usr/local/cuda-13.0/bin/ptxas $*" >>/tmp/ptxas-calls.log
-exec /usr/local/cuda-13.0/bin/ptxas "$@"
-SH
-chmod 0755 /usr/local/bin/ptxas-logged
+# shellcheck source=tests/gpu/lib.sh
+. "$(dirname "$0")/lib.sh"
+ptxas_wrapper /tmp/ptxas-calls.log "ptxas-logged -> /usr/local/cuda-13.0/bin/ptxas "
 
 site() {  # $1 = NCCL profile
   # Up to runtime_env with a model path for the check play (tests/gpu/nccl_decode.yml), and through

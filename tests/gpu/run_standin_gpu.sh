@@ -3,10 +3,10 @@
 # --tp 2: start (health gate), generations, nvidia-smi while serving, stop (GPU memory released),
 # nvidia-smi after. No role, no systemd: the module and the stand-in's ranks only.
 set -uo pipefail
-out=${OUT:-/tmp/gpu-out}
-mkdir -p "$out" /tmp/sg /srv/models/standin
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH ANSIBLE_COLLECTIONS_PATH=$PWD/.collections ANSIBLE_HOME=/tmp/ah
+# shellcheck source=tests/gpu/lib.sh
+. "$(dirname "$0")/lib.sh"
+mkdir -p /tmp/sg /srv/models/standin
+export ANSIBLE_COLLECTIONS_PATH=$PWD/.collections ANSIBLE_HOME=/tmp/ah
 echo "PID 1: $(cat /proc/1/comm); systemctl: $(command -v systemctl || echo none)"
 args() {
   printf '{"manager": "process", "log_path": "/tmp/sg/server.log", "port": 30000, "timeout": 300, "stall_timeout": 120, "state": "%s",

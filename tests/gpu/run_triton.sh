@@ -11,19 +11,10 @@
 #   nccl      gpu_health's NCCL smoke test over every GPU of the host: the NCCL release it ran (nccl.json)
 # Writes $OUT/summary.txt, proof-<step>.json (the triton_ptxas result) and logs.tgz. Needs .whl (make gpu-wheels).
 set -uo pipefail
-out=${OUT:-/tmp/gpu-out}
-mkdir -p "$out"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
-summary="$out/summary.txt"
-say() { echo "$*" | tee -a "$summary"; }
+# shellcheck source=tests/gpu/lib.sh
+. "$(dirname "$0")/lib.sh"
 calls=/tmp/ptxas-calls.log
-cat >/usr/local/bin/ptxas-logged <<SH
-#!/bin/sh
-echo "\$*" >>$calls
-exec /usr/local/cuda-13.0/bin/ptxas "\$@"
-SH
-chmod 0755 /usr/local/bin/ptxas-logged
+ptxas_wrapper "$calls"
 
 # $1 = step; the rest go to ansible-playbook (site-<step>.log). Then the module once more, ad hoc,
 # for its whole result (proof-<step>.json): the host has no ansible.posix, so no json callback.

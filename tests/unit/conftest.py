@@ -22,6 +22,10 @@ if COLLECTIONS not in sys.path:
 # before any test imports the collection: templates rendered in a test (the bad-input cases of
 # plugins/lookup/) resolve the collection's filters (inferops.gpu.*) only through it.
 _AnsibleCollectionFinder(paths=[COLLECTIONS], scan_sys_paths=False)._install()
+# tests/unit/ports.py (free_port) for every test folder.
+UNIT_TESTS = os.path.dirname(os.path.abspath(__file__))
+if UNIT_TESTS not in sys.path:
+    sys.path.append(UNIT_TESTS)
 # The module tests share module_harness.py (run a module's main() in-process).
 MODULE_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'plugins', 'modules')
 if MODULE_TESTS not in sys.path:

@@ -153,8 +153,8 @@ def check(name, values, ok, allowed):
 
 def os_family_check(role):
     """The check of the host's OS family for `role`, read through __<role>_os_family against
-    __<role>_os_families. In a play, the role's set_vars.yml refuses another family first (it must,
-    before its include_vars); this is the same verdict where no task runs (the unit suite's table)."""
+    __<role>_os_families: the one place a role refuses a host of another family (its validate.yml
+    gathers the fact when the play did not)."""
     name, families_name = '__%s_os_family' % role, '__%s_os_families' % role
 
     def check_os_family(values, probes):

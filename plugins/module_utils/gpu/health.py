@@ -10,6 +10,7 @@ a check that cannot read its input reports that instead of failing the whole ass
 
 from __future__ import annotations
 
+import errno
 import os
 import pwd
 
@@ -21,6 +22,9 @@ from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run i
 CHECKS = ('driver', 'gpus', 'xid', 'pcie', 'p2p', 'gpu_clean', 'nccl')
 DEFAULT_CHECKS = CHECKS[:-1]  # the NCCL smoke test takes GPUs and seconds: opt-in
 SYSFS_PCI = '/sys/bus/pci/devices'
+CGROUP_ROOT = '/sys/fs/cgroup'
+# What `systemctl show` is asked for: enough to find a unit's processes.
+UNIT_PROPERTIES = ('LoadState', 'ActiveState', 'MainPID', 'ControlGroup')
 IOMMU_GROUPS = '/sys/kernel/iommu_groups'
 CLEAN_FIX = 'stop it or free the GPU before serving'
 MEMORY_FIX = 'free the GPU or raise gpu_memory_threshold_mib'
@@ -37,15 +41,17 @@ def _text(value):
 class Host:
     """The host as the checks see it. run_command is bounded (bounded_run), find_binary as
     AnsibleModule.get_bin_path, gpu_facts() as gpu_facts.collect_gpu_facts, smoke(**kwargs) as
-    nccl_smoke.run_smoke."""
+    nccl_smoke.run_smoke. proc and cgroup_root: where /proc and the cgroup tree are read."""
 
-    def __init__(self, run_command, find_binary, gpu_facts, smoke, nvidia_smi='nvidia-smi', proc=procfs.PROC):
+    def __init__(self, run_command, find_binary, gpu_facts, smoke, nvidia_smi='nvidia-smi', proc=procfs.PROC,
+                 cgroup_root=None):
         self.run_command = run_command
         self.find_binary = find_binary
         self.gpu_facts = gpu_facts
         self.smoke = smoke
         self.nvidia_smi = nvidia_smi
         self.proc = proc
+        self.cgroup_root = cgroup_root or CGROUP_ROOT
 
     def command(self, name, *args):
         path = self.find_binary(name)
@@ -100,6 +106,43 @@ class Host:
 
     def cmdline(self, pid):
         return procfs.cmdline(pid, self.proc)
+
+    def process_table(self):
+        return procfs.process_table(self.proc)
+
+    def unit_properties(self, unit):
+        """The unit's UNIT_PROPERTIES from `systemctl show` (read-only, through the bounded runner)."""
+        text = self.command('systemctl', 'show', unit, '--property=' + ','.join(UNIT_PROPERTIES))
+        props = {}
+        for line in text.splitlines():
+            key, sep, value = line.partition('=')
+            if sep:
+                props[key.strip()] = value.strip()
+        return props
+
+    def cgroup_pids(self, control_group):
+        """The PIDs in a control group and the groups below it, as systemd names it (ControlGroup=):
+        under the unified hierarchy (cgroup v2), else systemd's own v1 hierarchy (name=systemd) or
+        the hybrid layout's unified one. cgroup.procs, or v1's tasks where it is missing."""
+        if not control_group or not control_group.startswith('/'):
+            return []
+        for root in (self.cgroup_root, os.path.join(self.cgroup_root, 'systemd'),
+                     os.path.join(self.cgroup_root, 'unified')):
+            top = root.rstrip('/') + control_group
+            if not os.path.isdir(top):
+                continue
+            pids = set()
+            for dirpath, dummy, files in os.walk(top):
+                name = 'cgroup.procs' if 'cgroup.procs' in files else 'tasks' if 'tasks' in files else None
+                if name is None:
+                    continue
+                try:
+                    pids.update(int(field) for field in self.read_text(os.path.join(dirpath, name)).split())
+                except (OSError, ValueError):
+                    continue  # the group went away while walking
+            if pids:
+                return sorted(pids)
+        return []
 
     def user(self, pid):
         try:
@@ -216,20 +259,101 @@ class Assessment:
     def gpu_clean(self):
         if not self.count():
             return checks.result('skipped', None, 'no GPU')
-        own = set(self.options.get('own_pids') or [])
-        table = procfs.process_table(self.host.proc) if own else {}
-        for pid in list(own):
-            own.update(procfs.tree(table, pid))
+        owners, errors = self.own_processes()
         processes = []
         for process in self.facts['processes']:
-            entry = dict(process, cmdline=self.host.cmdline(process['pid']), user=self.host.user(process['pid']),
-                         own=process['pid'] in own)
+            pid = process['pid']
+            entry = dict(process, cmdline=self.host.cmdline(pid), user=self.host.user(pid), own=pid in owners)
+            if pid in owners:
+                entry['own_by'] = owners[pid]
             processes.append(entry)
         indices = sorted(gpu['index'] for gpu in self.facts['gpus'])
         used = self.options.get('gpu_indices') or indices
         return checks.check_gpu_clean(self.facts['gpus'], processes, used,
-                                      self.options.get('gpu_memory_threshold_mib', 1024), own,
+                                      self.options.get('gpu_memory_threshold_mib', 1024), own_errors=errors,
                                       fix=CLEAN_FIX, threshold_fix=MEMORY_FIX)
+
+    # the server's own processes
+
+    def own_processes(self):
+        """({pid: what makes it the server's}, [the lookups that failed]).
+
+        The server as the sglang_server role runs it: every process of a systemd unit's control
+        group (own_units), or the process group a pid file records with its descendants
+        (own_pid_files, the process manager's "PID STARTTIME"); own_pids with their descendants.
+        A unit or pid file that names no running server adds nothing; one that cannot be read is
+        reported, and the processes it would have named stay foreign.
+        """
+        owners, errors = {}, []
+        cache = {}
+
+        def table():
+            if 'table' not in cache:
+                cache['table'] = self.host.process_table()
+            return cache['table']
+
+        def claim(pids, by):
+            for pid in pids:
+                owners.setdefault(pid, by)
+
+        for unit in self.options.get('own_units') or []:
+            try:
+                claim(self.unit_pids(unit, table), 'unit %s' % unit)
+            except (Unavailable, CommandTimeout) as exc:
+                errors.append('unit %s: %s' % (unit, exc))
+        for path in self.options.get('own_pid_files') or []:
+            try:
+                leader, pids = self.pid_file_pids(path, table)
+            except Unavailable as exc:
+                errors.append('pid file %s: %s' % (path, exc))
+                continue
+            claim(pids, 'process group %d of %s' % (leader, path))
+        for pid in self.options.get('own_pids') or []:
+            claim(procfs.tree(table(), pid) or [pid], 'own_pids')
+        return owners, errors
+
+    def unit_pids(self, unit, table):
+        """The processes of the unit's control group; the main PID and its descendants where the
+        cgroup tree cannot be read. [] for a unit that does not exist or does not run."""
+        props = self.host.unit_properties(unit)
+        if props.get('LoadState') == 'not-found':
+            return []
+        pids = self.host.cgroup_pids(props.get('ControlGroup') or '')
+        try:
+            main = int(props.get('MainPID') or 0)
+        except ValueError:
+            main = 0
+        if not pids and main:
+            pids = procfs.tree(table(), main) or [main]
+        return pids
+
+    def pid_file_pids(self, path, table):
+        """(leader, pids) of the server a process manager's pid file records: the leader's process
+        group (its orphans too, after the leader died) and the leader's descendants; nothing when
+        the PID runs another program now (another start time). (0, []) without the file: nothing
+        was started there."""
+        try:
+            text = self.host.read_text(path)
+        except OSError as exc:
+            if getattr(exc, 'errno', None) == errno.ENOENT:
+                return 0, []
+            raise Unavailable('cannot be read: %s' % (exc.strerror or exc))
+        fields = text.split()
+        try:
+            leader = int(fields[0])
+            starttime = int(fields[1]) if len(fields) > 1 else None
+        except (IndexError, ValueError):
+            raise Unavailable('does not hold "PID STARTTIME": %r' % text[:80])
+        processes = table()
+        entry = processes.get(leader)
+        if entry is not None and starttime is not None and entry.starttime != starttime:
+            # The PID went to another process: the kernel reuses no PID while a group of that ID
+            # lives, so the server left nothing behind.
+            return leader, []
+        members = set(procfs.group(processes, leader))
+        if entry is not None:
+            members.update(procfs.tree(processes, leader))
+        return leader, sorted(pid for pid in members if processes[pid].state not in ('Z', 'X', 'x'))
 
     def nccl(self):
         python = self.options.get('ml_env_python')

@@ -347,32 +347,68 @@ def _gpu_label(process):
     return 'GPU %d' % process['gpu_index'] if process['gpu_index'] is not None else 'GPU %s' % process['gpu_uuid']
 
 
+def _own_entry(process):
+    return {'pid': process['pid'], 'gpu_index': process['gpu_index'], 'used_memory_mib': process['used_memory_mib'],
+            'command': _one_line(process.get('cmdline')) or process['name'], 'by': process.get('own_by') or ''}
+
+
+def _own_phrase(own):
+    """'2 processes of the server's own (unit sglang-server.service) hold 6156 MiB'; '' without any."""
+    if not own:
+        return ''
+    pids = sorted(set(entry['pid'] for entry in own))
+    by = sorted(set(entry['by'] for entry in own if entry['by']))
+    known = [entry['used_memory_mib'] for entry in own if entry['used_memory_mib'] is not None]
+    unknown = len(own) - len(known)
+    if not known:
+        memory = 'GPU memory (amount not reported)'
+    else:
+        memory = '%d MiB' % sum(known) + (' (the amount of %d not reported)' % unknown if unknown else '')
+    one = len(pids) == 1
+    source = ' (%s)' % ', '.join(by) if by else ''
+    return '%d process%s of the server\'s own%s %s %s' % (
+        len(pids), '' if one else 'es', source, 'holds' if one else 'hold', memory)
+
+
 def check_gpu_clean(gpus, processes, used_indices, threshold_mib, own_pids=(), fix='stop it or free the GPU',
-                    threshold_fix='free the GPU or raise the memory threshold'):
+                    threshold_fix='free the GPU or raise the memory threshold', own_errors=()):
     """No foreign compute process and at most threshold_mib MiB not held by own processes on the GPUs
-    in used_indices. processes: gpu_info processes with 'cmdline', 'user' and 'own' added; a pid in
-    own_pids counts as own too. fix / threshold_fix end the two kinds of problem."""
+    in used_indices. processes: gpu_info processes with 'cmdline', 'user' and 'own' added, and
+    'own_by' (what makes it the server's: 'unit sglang-server.service') where known; a pid in
+    own_pids counts as own too. own_errors: the lookups of the server's processes that failed,
+    named in each foreign process's problem (it may be the server's). fix / threshold_fix end the
+    two kinds of problem.
+
+    value: 'gpus' (looked at), 'foreign' (PIDs, one per GPU they hold), 'own' (one entry per own
+    process and GPU: pid, gpu_index, used_memory_mib, command, by), 'own_errors', 'threshold_mib'.
+    """
     if not gpus:
-        return result(SKIPPED, {'gpus': [], 'foreign': [], 'threshold_mib': threshold_mib}, 'no GPU reported')
+        return result(SKIPPED, {'gpus': [], 'foreign': [], 'own': [], 'own_errors': list(own_errors),
+                                'threshold_mib': threshold_mib}, 'no GPU reported')
     own_pids = set(own_pids or ())
     used = sorted(used_indices)
 
     def own(process):
         return bool(process.get('own')) or process['pid'] in own_pids
 
+    caveat = (' (not told from the server\'s own processes: %s)' % '; '.join(own_errors)) if own_errors else ''
     problems = []
     foreign_gpus = set()
     foreign = []
+    own_found = []
     # A process on a GPU the facts do not index (a MIG instance) may be on one of ours.
     for process in processes:
-        if own(process) or process['gpu_index'] not in used + [None]:
+        if process['gpu_index'] not in used + [None]:
+            continue
+        if own(process):
+            own_found.append(_own_entry(process))
             continue
         foreign_gpus.add(process['gpu_index'])
         foreign.append(process['pid'])
         memory = process['used_memory_mib']
         holds = 'holds %d MiB' % memory if memory is not None else 'holds GPU memory (amount not reported)'
-        problems.append('%s is in use by a foreign process: %s %s; %s'
-                        % (_gpu_label(process), _process_label(process), holds, fix))
+        problems.append('%s is in use by a foreign process: %s %s%s; %s'
+                        % (_gpu_label(process), _process_label(process), holds, caveat, fix))
     held_elsewhere = []
     for gpu in sorted(gpus, key=lambda gpu: gpu['index']):
         if gpu['index'] not in used or gpu['index'] in foreign_gpus or gpu['memory_used_mib'] is None:
@@ -387,12 +423,23 @@ def check_gpu_clean(gpus, processes, used_indices, threshold_mib, own_pids=(), f
             problems.append('GPU %d has %d MiB in use%s (threshold %d MiB) that no listed process holds (an orphan '
                             'or a process in another PID namespace); %s'
                             % (gpu['index'], rest, beyond, threshold_mib, threshold_fix))
-    value = {'gpus': used, 'foreign': foreign, 'threshold_mib': threshold_mib}
+    value = {'gpus': used, 'foreign': foreign, 'own': own_found, 'own_errors': list(own_errors),
+             'threshold_mib': threshold_mib}
+    own_phrase = _own_phrase(own_found)
     if problems:
         unclean = sorted(set(held_elsewhere) | set(i for i in foreign_gpus if i is not None))
         named = ('GPU %d' % unclean[0] if len(unclean) == 1 else 'GPUs %s' % ', '.join(str(i) for i in unclean)
                  ) if unclean else 'a GPU'
-        return result(FAIL, value, '%s of %d not clean' % (named, len(used)), problems, fix)
+        pids = sorted(set(foreign))
+        summary = '%s of %d not clean' % (named, len(used))
+        if pids:
+            summary += ': foreign %s %s' % ('PID' if len(pids) == 1 else 'PIDs', ', '.join(str(p) for p in pids))
+        if own_phrase:
+            summary += '; %s' % own_phrase
+        return result(FAIL, value, summary, problems, fix)
+    gpus_named = 'GPU %d' % used[0] if len(used) == 1 else 'GPUs %s' % ', '.join(str(i) for i in used)
+    if own_phrase:
+        return result(OK, value, '%s: no foreign compute process; %s, at most %d MiB in use besides the server'
+                      % (gpus_named, own_phrase, threshold_mib))
     return result(OK, value, '%s: no foreign compute process, at most %d MiB in use besides the server'
-                  % ('GPU %d' % used[0] if len(used) == 1 else 'GPUs %s' % ', '.join(str(i) for i in used),
-                     threshold_mib))
+                  % (gpus_named, threshold_mib))

@@ -5,9 +5,9 @@
 
 The argument spec has refused unknown checks and values of the wrong type; what it lets through
 and these refuse: a string where a list belongs (the spec's list type splits it), versions that
-are not major.minor, negative numbers and a relative ml-env python. The OS family is asserted
-first by tasks/set_vars.yml; check_os_family says the same of the role's variables (the bad-input
-table stands a Red Hat host in through __gpu_health_os_family).
+are not major.minor, negative numbers, a relative ml-env python, and own units or pid files that
+are not unit names or absolute paths, and a host of another OS family (check_os_family; the
+bad-input table stands a Red Hat host in through __gpu_health_os_family).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ CAPABILITY = re.compile(r'^[0-9]+\.[0-9]+\Z')
 DRIVER_VERSION = re.compile(r'^[0-9]+(\.[0-9]+)*\Z')
 # The toolkit's major.minor, or "" (no comparison).
 TOOLKIT_VERSION = re.compile(r'^([0-9]+\.[0-9]+)?\Z')
+# A systemd unit name (systemd.unit(5)); the module passes it to systemctl, which must not read an option.
+UNIT = re.compile(r'^[A-Za-z0-9:_.@\\][A-Za-z0-9:_.@\\-]{0,255}\Z')
 # The least value of each number the module reads.
 NUMBERS = (
     ('gpu_health_expected_gpus', 0),
@@ -46,6 +48,8 @@ NAMES = (
     'gpu_health_toolkit_version',
     'gpu_health_driver_minimum',
     'gpu_health_ml_env_python',
+    'gpu_health_own_units',
+    'gpu_health_own_pid_files',
     '__gpu_health_checks_all',
     '__gpu_health_os_family',
     '__gpu_health_os_families',
@@ -103,5 +107,17 @@ def check_ml_env_python(values, probes):
                     'publishes ml_env_python), or "" where the nccl check is not run')]
 
 
+def check_own_units(values, probes):
+    return check('gpu_health_own_units', values,
+                 lambda v: is_list(v) and all(isinstance(one, str) and UNIT.match(one) for one in v),
+                 'a list of systemd unit names, for example ["sglang-server.service"], or [] to name none')
+
+
+def check_own_pid_files(values, probes):
+    return check('gpu_health_own_pid_files', values, lambda v: is_list(v) and all(is_absolute_path(one) for one in v),
+                 'a list of absolute paths of pid files, for example ["/var/log/sglang/sglang-server.pid"], or [] to '
+                 'name none')
+
+
 CHECKS = (check_os_family, check_check_lists, check_compute_capabilities, check_driver_minimum,
-          check_toolkit_version, check_numbers, check_ml_env_python)
+          check_toolkit_version, check_numbers, check_ml_env_python, check_own_units, check_own_pid_files)

@@ -7,8 +7,8 @@ Every input that needs neither another role's facts nor a GPU: names, paths, cho
 profile (built-in and the operator's, used or not), the topology map, the extra variables and PATH
 entries. The profile `auto` picks depends on the host's topology: tasks/spec.yml checks only that
 the chosen one exists (every profile it can choose from was checked here). A host of another OS
-family is refused first by tasks/set_vars.yml; check_os_family says the same of the role's
-variables (the bad-input table stands a Red Hat host in through __runtime_env_os_family).
+family is refused by check_os_family (the bad-input table stands a Red Hat host in through
+__runtime_env_os_family).
 """
 
 from __future__ import annotations

@@ -10,17 +10,16 @@ left" is checked over all of /proc, reparented orphans included.
 from __future__ import annotations
 
 import http.client
-import itertools
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import uuid
 
 import pytest
+from ports import free_port  # tests/unit/ports.py (tests/unit/conftest.py puts it on sys.path)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 STANDIN = os.path.join(REPO_ROOT, 'tests', 'fixtures', 'sglang_standin')
@@ -40,28 +39,6 @@ FAST = {
     # the SIGTERM watchdog's poll (5 s in sglang): a stop after the first request takes about this long
     'SGLANG_STANDIN_DRAIN_POLL_SECONDS': '0.2',
 }
-
-
-# Each xdist worker hands out ports of its own block, below Linux's ephemeral range (32768-60999),
-# from which the kernel picks for bind(('', 0)) and for every client connection: a port taken that
-# way could be handed to another worker, or taken by a client, before the stand-in bound it (seen
-# in CI: two stand-ins on one port, one test froze the other's ranks).
-PORT_BLOCK = 1500
-_ports = itertools.count()
-
-
-def free_port():
-    worker = os.environ.get('PYTEST_XDIST_WORKER', 'gw0')[2:]
-    base = 20000 + (int(worker) if worker.isdigit() else 0) % 8 * PORT_BLOCK
-    for dummy in range(PORT_BLOCK):
-        port = base + next(_ports) % PORT_BLOCK
-        with socket.socket() as sock:
-            try:
-                sock.bind(('127.0.0.1', port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError('no free port in %d-%d' % (base, base + PORT_BLOCK - 1))
 
 
 @pytest.fixture

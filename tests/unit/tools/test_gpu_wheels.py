@@ -109,10 +109,13 @@ def test_every_gpu_script_that_runs_ansible_installs_the_carried_wheels_and_find
     install = 'pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl'
     scripts = sorted(f for f in os.listdir(os.path.join(ROOT, 'tests', 'gpu')) if f.startswith('run_') and f.endswith('.sh'))
     assert scripts
+    # One preamble, sourced by every script (the duplicates check found it copied eight times).
+    assert install in read('tests', 'gpu', 'lib.sh')
     for script in scripts:
         text = read('tests', 'gpu', script)
+        assert install not in text, script
         if re.search(r'\bansible(-playbook)? ', text):
-            assert install in text, script
+            assert '. "$(dirname "$0")/lib.sh"' in text, script
         # The stand-in's wheelhouse is reached through sglang.yml only.
         if 'tests/gpu/sglang.yml' in text:
             assert '.gpuwheels' in text, script

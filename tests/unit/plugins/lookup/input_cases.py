@@ -3,9 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The bad-input tables (tests/bad_inputs/*.yml) against the Python layer, as a play would run it.
 
-A case's variables are laid over every role's defaults, role vars and platform vars (the first
-found of vars/<distribution>_<major>.yml, <distribution>.yml, <os_family>.yml, as each role's
-set_vars.yml includes it) and the facts of a real Debian host (tests/unit/fixtures/facts/, the
+A case's variables are laid over every role's defaults and role vars and the facts of a real Debian host (tests/unit/fixtures/facts/, the
 minimal subset the check play gathers). Then, as `tasks_from: validate` does: the role's argument
 spec (its `validate` entry point, through ansible-core's own validator and templating), and when
 that passes, the role's checks through the lookup's own code with ansible-core's Templar.
@@ -72,15 +70,6 @@ def facts(name='debian_bookworm_min'):
         return json.load(handle)
 
 
-def platform_file(role, host_facts):
-    for name in ('%s_%s.yml' % (host_facts.get('distribution', ''), host_facts.get('distribution_major_version', '')),
-                 '%s.yml' % host_facts.get('distribution', ''), '%s.yml' % host_facts.get('os_family', '')):
-        path = os.path.join(ROOT, 'roles', role, 'vars', name)
-        if os.path.isfile(path):
-            return path
-    return None
-
-
 def host_variables(role, case_vars, host_facts, groups=None):
     """What a task of `role` sees on the host, by Ansible's precedence (low to high)."""
     variables = {}
@@ -92,9 +81,6 @@ def host_variables(role, case_vars, host_facts, groups=None):
         path = os.path.join(ROOT, 'roles', one, 'vars', 'main.yml')
         if os.path.isfile(path):
             variables.update(load_yaml(path))
-        platform = platform_file(one, host_facts)
-        if platform:
-            variables.update(load_yaml(platform))
     variables.update(
         ansible_facts=host_facts, inventory_hostname=HOST, inventory_hostname_short=HOST,
         groups=groups or {'all': [HOST], 'ungrouped': [HOST]}, group_names=[], hostvars={}, ansible_play_hosts=[HOST],

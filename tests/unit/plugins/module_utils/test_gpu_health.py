@@ -263,3 +263,208 @@ def test_the_nccl_check_without_python_fails_clearly():
 def test_bus_ids_are_named_as_sysfs_names_them(bus_id, sysfs):
     from ansible_collections.inferops.gpu.plugins.module_utils.gpu.health_parse import normalize_bdf
     assert normalize_bdf(bus_id) == sysfs
+
+
+# The server's own processes on a serving node (issue 29): the ranks of the collection's own server are
+# not foreign, whether the server runs as a systemd unit (its control group) or as a process group (the
+# process manager's pid file); any other process still fails the check.
+
+SERVING = ('gpu_health', 'rtxpro6000x8_serving')
+UNIT = 'sglang-server.service'
+SHOW = 'systemctl show %s --property=LoadState,ActiveState,MainPID,ControlGroup' % UNIT
+RANKS = [48213, 48214, 48216, 48219, 48221, 48224, 48226, 48229]
+FOREIGN = 51377
+
+
+def serving_ps():
+    """{pid: (ppid, pgid, user, argv)} of ps.txt."""
+    table = {}
+    for line in fixture(*SERVING + ('ps.txt',)).splitlines()[1:]:
+        pid, ppid, pgid, user, args = line.split(None, 4)
+        table[int(pid)] = (int(ppid), int(pgid), user, args.split())
+    return table
+
+
+class ServingHost(FakeHost):
+    """The serving node: /proc written from ps.txt (start time 777 for every process), the unit's
+    control group from cgroup.procs, nvidia-smi's processes from query_apps.csv."""
+
+    def __init__(self, tmp_path, outputs=None, ps=None, apps=None, **kwargs):
+        facts = facts_of('rtxpro6000x8_pcie')
+        gpus_by_uuid = dict((g['uuid'], g['index']) for g in facts['gpus'])
+        facts['processes'] = parse_query_apps(apps if apps is not None else fixture(*SERVING + ('query_apps.csv',)),
+                                              gpus_by_uuid)
+        replies = {SHOW: fixture(*SERVING + ('systemctl_show.txt',))}
+        replies.update(outputs or {})
+        super().__init__(facts, replies, installed=('nvidia-smi', 'systemctl'), **kwargs)
+        self.ps = serving_ps() if ps is None else ps
+        self.proc = str(tmp_path / 'proc')
+        for pid, (ppid, pgid, user, argv) in self.ps.items():
+            directory = tmp_path / 'proc' / str(pid)
+            directory.mkdir(parents=True)
+            (directory / 'stat').write_text('%d (%s) S %d %d %d 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0\n'
+                                            % (pid, os.path.basename(argv[0])[:15], ppid, pgid, pgid))
+            (directory / 'cmdline').write_bytes(b''.join(arg.encode() + b'\0' for arg in argv))
+        self.cgroup_root = str(tmp_path / 'cgroup')
+        group = tmp_path / 'cgroup' / 'system.slice' / UNIT
+        group.mkdir(parents=True)
+        (group / 'cgroup.procs').write_text(fixture(*SERVING + ('cgroup.procs',)))
+        self.pid_file = str(tmp_path / 'run' / 'sglang-server.pid')
+
+    def read_text(self, path):
+        # The cgroup tree and the pid file are real files under tmp_path.
+        if path.startswith(self.cgroup_root) or path == self.pid_file:
+            return gpu_health.Host.read_text(path)
+        return super().read_text(path)
+
+    def cmdline(self, pid):
+        return gpu_health.Host.cmdline(self, pid)
+
+    def user(self, pid):
+        return self.ps[pid][2] if pid in self.ps else ''
+
+    def record_pid_file(self, text):
+        os.makedirs(os.path.dirname(self.pid_file), exist_ok=True)
+        with open(self.pid_file, 'w') as handle:
+            handle.write(text)
+
+
+def without_foreign():
+    return ''.join(line + '\n' for line in fixture(*SERVING + ('query_apps.csv',)).splitlines()
+                   if ', %d,' % FOREIGN not in line)
+
+
+def test_the_units_ranks_are_the_servers_own_and_a_process_outside_its_cgroup_fails(tmp_path):
+    host = ServingHost(tmp_path)
+    result = assess(host, checks=['gpu_clean'], own_units=[UNIT])
+    clean = result['checks']['gpu_clean']
+    assert clean['status'] == 'fail' and result['healthy'] is False
+    # Only the process outside the unit's control group is a problem, named with its PID, user and command.
+    assert result['problems'] == [
+        'gpu_clean: GPU 3 is in use by a foreign process: PID 51377 (python3 train.py --gpu 3, user alice) holds '
+        '2048 MiB; ' + gpu_health.CLEAN_FIX]
+    assert clean['value']['foreign'] == [FOREIGN]
+    own = clean['value']['own']
+    assert [entry['pid'] for entry in own] == RANKS
+    assert set(entry['by'] for entry in own) == {'unit sglang-server.service'}
+    assert own[3] == {'pid': 48219, 'gpu_index': 3, 'used_memory_mib': None, 'command': 'sglang::scheduler_TP3',
+                      'by': 'unit sglang-server.service'}
+    # The summary names both: the foreign process and the server's own, with what they hold.
+    held = 85914 + 85770 + 85772 + 85768 + 85770 + 85766 + 85770
+    assert clean['summary'] == ("GPU 3 of 8 not clean: foreign PID 51377; 8 processes of the server's own "
+                                "(unit sglang-server.service) hold %d MiB (the amount of 1 not reported)" % held)
+    # systemctl was asked, read-only; nothing else but reading.
+    assert host.ran == [['show', UNIT, '--property=LoadState,ActiveState,MainPID,ControlGroup']]
+
+
+def test_a_serving_node_without_foreign_processes_is_clean_and_says_whose_memory_it_is(tmp_path):
+    result = assess(ServingHost(tmp_path, apps=without_foreign()), checks=['gpu_clean'], own_units=[UNIT])
+    clean = result['checks']['gpu_clean']
+    assert result['healthy'] is True and clean['status'] == 'ok', clean
+    assert clean['value']['foreign'] == [] and len(clean['value']['own']) == 8
+    assert clean['summary'].startswith("GPUs 0, 1, 2, 3, 4, 5, 6, 7: no foreign compute process; 8 processes of the "
+                                       "server's own (unit sglang-server.service) hold ")
+    # Without knowing the unit (before issue 29) every rank is "a foreign process".
+    before = assess(ServingHost(tmp_path / 'before', apps=without_foreign()), checks=['gpu_clean'])
+    assert before['checks']['gpu_clean']['value']['foreign'] == RANKS
+    assert 'PID 48213 (sglang::scheduler_TP0, user sglang)' in before['problems'][0]
+
+
+def test_the_servers_memory_does_not_count_against_the_threshold_but_memory_beyond_it_does(tmp_path):
+    host = ServingHost(tmp_path, apps=without_foreign())
+    # 86 GiB held on each GPU by its rank, 570 MiB by the driver's context and nobody listed.
+    assert assess(host, checks=['gpu_clean'], own_units=[UNIT], gpu_memory_threshold_mib=600)['healthy'] is True
+    host.gpu_facts()['gpus'][0]['memory_used_mib'] += 3000  # 570 MiB of the driver's + 3000 nobody holds
+    result = assess(host, checks=['gpu_clean'], own_units=[UNIT])
+    assert result['problems'] == [
+        "gpu_clean: GPU 0 has 3570 MiB in use beyond the server's own 85914 MiB (threshold 1024 MiB) that no listed "
+        "process holds (an orphan or a process in another PID namespace); " + gpu_health.MEMORY_FIX]
+
+
+def test_a_rank_left_by_its_launcher_is_still_the_units_while_in_its_cgroup(tmp_path):
+    ps = serving_ps()
+    del ps[48200]  # the launcher died; its ranks were reparented to init, still in the unit's control group
+    for pid in RANKS:
+        ppid, pgid, user, argv = ps[pid]
+        ps[pid] = (1, pgid, user, argv)
+    result = assess(ServingHost(tmp_path, ps=ps, apps=without_foreign()), checks=['gpu_clean'], own_units=[UNIT])
+    assert result['checks']['gpu_clean']['status'] == 'ok'
+
+
+def test_without_a_readable_cgroup_the_units_main_pid_and_its_descendants_are_the_servers(tmp_path):
+    host = ServingHost(tmp_path)
+    host.cgroup_root = str(tmp_path / 'no-cgroup-tree')
+    result = assess(host, checks=['gpu_clean'], own_units=[UNIT])
+    own = result['checks']['gpu_clean']['value']['own']
+    assert [entry['pid'] for entry in own] == RANKS
+    assert result['checks']['gpu_clean']['value']['foreign'] == [FOREIGN]
+
+
+def test_a_cgroup_v1_host_is_read_through_systemds_hierarchy(tmp_path):
+    host = ServingHost(tmp_path, apps=without_foreign())
+    v2 = os.path.join(host.cgroup_root, 'system.slice')
+    os.makedirs(os.path.join(host.cgroup_root, 'systemd'))
+    os.rename(v2, os.path.join(host.cgroup_root, 'systemd', 'system.slice'))
+    assert assess(host, checks=['gpu_clean'], own_units=[UNIT])['checks']['gpu_clean']['status'] == 'ok'
+
+
+def test_a_unit_that_does_not_exist_names_no_process_and_no_error(tmp_path):
+    missing = 'MainPID=0\nControlGroup=\nLoadState=not-found\nActiveState=inactive\n'
+    result = assess(ServingHost(tmp_path, outputs={SHOW: missing}), checks=['gpu_clean'], own_units=[UNIT])
+    clean = result['checks']['gpu_clean']
+    assert clean['value']['own'] == [] and clean['value']['own_errors'] == []
+    assert sorted(clean['value']['foreign']) == RANKS + [FOREIGN]
+
+
+@pytest.mark.parametrize('reply, said', [
+    ((1, '', "System has not been booted with systemd as init system (PID 1). Can't operate."),
+     'System has not been booted with systemd'),
+    (CommandTimeout(['systemctl', 'show'], 30, 'command_timeout'), 'did not finish within 30 s'),
+], ids=['no_systemd', 'hung_systemctl'])
+def test_a_unit_that_cannot_be_looked_up_leaves_its_processes_foreign_and_says_why(tmp_path, reply, said):
+    result = assess(ServingHost(tmp_path, outputs={SHOW: reply}), checks=['gpu_clean'], own_units=[UNIT])
+    clean = result['checks']['gpu_clean']
+    assert clean['status'] == 'fail' and clean['value']['own'] == []
+    assert len(clean['value']['own_errors']) == 1 and said in clean['value']['own_errors'][0]
+    assert "(not told from the server's own processes: unit sglang-server.service: " in clean['problems'][0]
+
+
+def test_the_process_managers_group_is_the_servers_own(tmp_path):
+    host = ServingHost(tmp_path)
+    host.record_pid_file('48200 777\n')
+    result = assess(host, checks=['gpu_clean'], own_pid_files=[host.pid_file])
+    clean = result['checks']['gpu_clean']
+    by = 'process group 48200 of %s' % host.pid_file
+    assert [entry['pid'] for entry in clean['value']['own']] == RANKS
+    assert set(entry['by'] for entry in clean['value']['own']) == {by}
+    assert clean['value']['foreign'] == [FOREIGN]
+    assert clean['summary'].startswith("GPU 3 of 8 not clean: foreign PID 51377; 8 processes of the server's own "
+                                       "(%s) hold " % by)
+    assert host.ran == []  # no systemctl for the process manager
+
+
+def test_the_process_managers_orphaned_ranks_stay_the_servers_by_their_group(tmp_path):
+    ps = serving_ps()
+    del ps[48200]
+    for pid in RANKS:
+        ppid, pgid, user, argv = ps[pid]
+        ps[pid] = (1, pgid, user, argv)
+    host = ServingHost(tmp_path, ps=ps, apps=without_foreign())
+    host.record_pid_file('48200 777\n')
+    assert assess(host, checks=['gpu_clean'], own_pid_files=[host.pid_file])['healthy'] is True
+
+
+def test_a_recycled_pid_or_no_pid_file_names_no_process(tmp_path):
+    host = ServingHost(tmp_path, apps=without_foreign())
+    # No pid file: the process manager started nothing here.
+    result = assess(host, checks=['gpu_clean'], own_pid_files=[host.pid_file])
+    assert result['checks']['gpu_clean']['value']['own_errors'] == []
+    assert result['checks']['gpu_clean']['value']['foreign'] == RANKS
+    # PID 48200 now runs since another time: not the server the file recorded.
+    host.record_pid_file('48200 12345\n')
+    result = assess(host, checks=['gpu_clean'], own_pid_files=[host.pid_file])
+    assert result['checks']['gpu_clean']['value']['foreign'] == RANKS
+    # A file that is not the process manager's is named.
+    host.record_pid_file('sglang\n')
+    result = assess(host, checks=['gpu_clean'], own_pid_files=[host.pid_file])
+    assert 'does not hold "PID STARTTIME"' in result['checks']['gpu_clean']['value']['own_errors'][0]

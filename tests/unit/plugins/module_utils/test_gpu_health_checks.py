@@ -329,6 +329,41 @@ def test_clean_own_process_by_flag_or_pid():
     assert hc.check_gpu_clean(facts, processes, [0, 1], 1024)['status'] == 'fail'
 
 
+def test_clean_own_processes_are_listed_with_what_made_them_own_and_summed_in_the_summary():
+    own_by = 'unit sglang-server.service'
+    processes = [dict(proc(10, 0, 5000, own=True, cmdline='sglang::scheduler_TP0', user='sglang'), own_by=own_by),
+                 dict(proc(11, 1, None, own=True, cmdline='sglang::scheduler_TP1', user='sglang'), own_by=own_by)]
+    res = shape(hc.check_gpu_clean(h200_used(5000, 5000), processes, [0, 1], 1024))
+    assert res['status'] == 'ok'
+    assert res['value']['own'] == [
+        {'pid': 10, 'gpu_index': 0, 'used_memory_mib': 5000, 'command': 'sglang::scheduler_TP0', 'by': own_by},
+        {'pid': 11, 'gpu_index': 1, 'used_memory_mib': None, 'command': 'sglang::scheduler_TP1', 'by': own_by}]
+    assert res['summary'] == ("GPUs 0, 1: no foreign compute process; 2 processes of the server's own (unit "
+                              "sglang-server.service) hold 5000 MiB (the amount of 1 not reported), at most 1024 MiB "
+                              "in use besides the server")
+    # One process named by own_pids only: no source to name, and one process "holds".
+    res = shape(hc.check_gpu_clean(h200_used(5000, 0), [proc(10, 0, 5000)], [0, 1], 1024, own_pids=[10]))
+    assert res['summary'].startswith("GPUs 0, 1: no foreign compute process; 1 process of the server's own holds 5000 MiB")
+
+
+def test_clean_summary_of_a_failure_names_the_foreign_and_the_own():
+    processes = [dict(proc(10, 0, 5000, own=True), own_by='process group 10 of /var/log/sglang/sglang-server.pid'),
+                 proc(77, 1, 2048)]
+    res = shape(hc.check_gpu_clean(h200_used(5000, 2048), processes, [0, 1], 1024))
+    assert res['summary'] == ("GPU 1 of 2 not clean: foreign PID 77; 1 process of the server's own (process group "
+                              "10 of /var/log/sglang/sglang-server.pid) holds 5000 MiB")
+    assert res['value']['foreign'] == [77] and [entry['pid'] for entry in res['value']['own']] == [10]
+
+
+def test_clean_a_failed_lookup_of_the_servers_processes_is_named_in_each_foreign_problem():
+    errors = ['unit sglang-server.service: systemctl is not installed']
+    res = shape(hc.check_gpu_clean(h200_used(5000, 0), [proc(77, 0, 5000)], [0, 1], 1024, own_errors=errors))
+    assert res['problems'] == ["GPU 0 is in use by a foreign process: PID 77 (python3 train.py, user alice) holds 5000 "
+                               "MiB (not told from the server's own processes: unit sglang-server.service: systemctl "
+                               "is not installed); stop it or free the GPU"]
+    assert res['value']['own_errors'] == errors
+
+
 def test_clean_process_on_unused_gpu_is_ignored():
     assert hc.check_gpu_clean(h200_used(0, 5000), [proc(77, 1, 5000)], [0], 1024)['status'] == 'ok'
 

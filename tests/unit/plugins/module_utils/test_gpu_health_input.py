@@ -27,6 +27,8 @@ DEFAULTS = {
     'gpu_health_nccl_timeout': 60,
     'gpu_health_nccl_size_mib': 64,
     'gpu_health_command_timeout': 30,
+    'gpu_health_own_units': ['sglang-server.service'],
+    'gpu_health_own_pid_files': [],
 }
 
 
@@ -47,6 +49,9 @@ def test_defaults_pass_and_every_name_is_read():
     {'gpu_health_toolkit_version': '12.8'},
     {'gpu_health_driver_minimum': {'13': 580}},
     {'gpu_health_ml_env_python': '/opt/ml-env/current/bin/python'},
+    {'gpu_health_own_units': []},
+    {'gpu_health_own_units': ['sglang-server', 'sglang@a.service', 'sglang-server-x86_64\\x2d1.service']},
+    {'gpu_health_own_pid_files': ['/var/log/sglang/sglang-server.pid']},
 ])
 def test_accepted(changed):
     assert problems(**changed) == []
@@ -66,6 +71,14 @@ def test_accepted(changed):
     ({'gpu_health_ml_env_python': '/opt/ml-env/../bin/python'}, 'gpu_health_ml_env_python = "/opt/ml-env/../bin/python"'),
     ({'gpu_health_ml_env_python': '/opt/py\tthon'}, 'gpu_health_ml_env_python = "/opt/py\\tthon" is not allowed'),
     ({'__gpu_health_os_family': 'RedHat'}, '__gpu_health_os_family = "RedHat" is not allowed: gpu_health supports'),
+    # The unit's name goes to systemctl as an argument: never an option, a path or two words.
+    ({'gpu_health_own_units': ['-H', 'evil']}, 'gpu_health_own_units = ["-H", "evil"] is not allowed: a list of systemd'),
+    ({'gpu_health_own_units': ['sglang server.service']}, 'gpu_health_own_units = ["sglang server.service"]'),
+    ({'gpu_health_own_units': ['../sglang.service']}, 'gpu_health_own_units = ["../sglang.service"] is not allowed'),
+    ({'gpu_health_own_units': 'sglang-server.service'}, 'gpu_health_own_units = "sglang-server.service" is not'),
+    ({'gpu_health_own_units': [1]}, 'gpu_health_own_units = [1] is not allowed'),
+    ({'gpu_health_own_pid_files': ['/var/log/../x.pid']}, 'gpu_health_own_pid_files = ["/var/log/../x.pid"] is not'),
+    ({'gpu_health_own_pid_files': '/var/log/sglang/sglang-server.pid'}, 'gpu_health_own_pid_files = "/var/log/sglang/'),
 ])
 def test_refused(changed, expected):
     found = problems(**changed)

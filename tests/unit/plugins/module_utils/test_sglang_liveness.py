@@ -18,6 +18,7 @@ import time
 import pytest
 
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang import liveness
+from ports import free_port  # tests/unit/ports.py
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 SCRIPT = os.path.join(REPO_ROOT, 'plugins', 'module_utils', 'sglang', 'liveness.py')
@@ -272,12 +273,6 @@ case "$1" in
   show) printf 'ActiveState=active\\nSubState=running\\nInvocationID=test-invocation\\nActiveEnterTimestampMonotonic=1000000\\n' ;;
 esac
 '''
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

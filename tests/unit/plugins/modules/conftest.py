@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from module_harness import SGLANG_STANDIN, free_port, invoke, patch_exits
+from module_harness import SGLANG_STANDIN, invoke, patch_exits
+from ports import free_port
 
 from ansible_collections.inferops.gpu.plugins.modules import sglang_server
 

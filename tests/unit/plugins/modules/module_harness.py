@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 from unittest import mock
 
 import pytest
@@ -59,15 +58,6 @@ def invoke(module, args):
 TIMEOUT = '/usr/bin/timeout'
 # The SGLang stand-in package (tests/fixtures/sglang_standin), for the module tests that run it.
 SGLANG_STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'sglang_standin')
-
-
-def free_port():
-    """A TCP port nothing listens on now, for a stand-in server."""
-    sock = socket.socket()
-    sock.bind(('127.0.0.1', 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
 
 
 def unbounded(argv):

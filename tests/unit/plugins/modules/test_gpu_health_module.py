@@ -116,7 +116,57 @@ def test_a_foreign_process_is_named_with_its_pid(host):
     result = invoke(gpu_health, {'checks': ['gpu_clean'], 'require': ['gpu_clean']})
     assert result['failed'] is True
     assert 'GPU 0 is in use by a foreign process: PID 562' in result['msg']
-    assert result['checks']['gpu_clean']['summary'] == 'GPUs 0, 1 of 2 not clean'
+    assert result['checks']['gpu_clean']['summary'] == 'GPUs 0, 1 of 2 not clean: foreign PID 562'
+
+
+UNIT = 'sglang-server.service'
+SHOW = ['show', UNIT, '--property=LoadState,ActiveState,MainPID,ControlGroup']
+
+
+@pytest.fixture
+def serving(host, monkeypatch, tmp_path):
+    """The H200 host serving: its captured process 562 runs in the unit's control group (cgroup v2)."""
+    from ansible_collections.inferops.gpu.plugins.module_utils.gpu import health as gpu_health_utils
+    host['bin']['systemctl'] = '/usr/bin/systemctl'
+    group = tmp_path / 'cgroup' / 'system.slice' / UNIT
+    group.mkdir(parents=True)
+    (group / 'cgroup.procs').write_text('%d\n' % H200_PROCESS)
+    monkeypatch.setattr(gpu_health_utils, 'CGROUP_ROOT', str(tmp_path / 'cgroup'))
+    replay = basic.AnsibleModule.run_command
+
+    def run_command(self, argv, **kwargs):
+        command = unbounded(argv)  # every command under timeout(1)
+        if os.path.basename(command[0]) == 'systemctl':
+            host['ran'].append(command)
+            assert command[1:] == SHOW, command
+            return 0, ('MainPID=%d\nControlGroup=/system.slice/%s\nLoadState=loaded\nActiveState=active\n'
+                       % (H200_PROCESS, UNIT)), ''
+        return replay(self, argv, **kwargs)
+
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+    return host
+
+
+def test_the_servers_own_unit_is_not_foreign_and_is_named(serving):
+    result = invoke(gpu_health, {'_ansible_check_mode': True, 'checks': ['gpu_clean'], 'require': ['gpu_clean'],
+                                 'own_units': [UNIT]})
+    assert 'failed' not in result, result.get('msg')
+    clean = result['checks']['gpu_clean']
+    assert result['healthy'] is True and result['changed'] is False and clean['status'] == 'ok'
+    assert clean['value']['foreign'] == [] and clean['value']['own_errors'] == []
+    assert [(entry['pid'], entry['gpu_index'], entry['by']) for entry in clean['value']['own']] == [
+        (H200_PROCESS, 0, 'unit ' + UNIT), (H200_PROCESS, 1, 'unit ' + UNIT)]
+    assert clean['summary'] == ("GPUs 0, 1: no foreign compute process; 1 process of the server's own (unit "
+                                "sglang-server.service) holds 6156 MiB, at most 1024 MiB in use besides the server")
+    assert ['/usr/bin/systemctl'] + SHOW in serving['ran']
+
+
+def test_a_process_manager_pid_file_that_names_another_group_leaves_the_process_foreign(serving, tmp_path):
+    pid_file = tmp_path / 'sglang-server.pid'
+    pid_file.write_text('%d 1\n' % os.getpid())  # this test's PID, started at another time: not the server
+    result = invoke(gpu_health, {'checks': ['gpu_clean'], 'own_pid_files': [str(pid_file)]})
+    assert result['failed'] is True and 'GPU 0 is in use by a foreign process: PID 562' in result['msg']
+    assert all(os.path.basename(argv[0]) == 'nvidia-smi' for argv in serving['ran'])
 
 
 def test_the_nccl_smoke_test_runs_over_the_gpus_and_checks_the_sum(host):
@@ -162,7 +212,10 @@ def test_a_wrong_sum_fails(host, monkeypatch):
     ({'compute_capabilities': ['sm_120']}, "compute_capabilities holds 'sm_120'; write each as major.minor"),
     ({'toolkit_version': 'cuda13'}, "toolkit_version must be a dotted version like 13.0 or 580.65.06, got 'cuda13'"),
     ({'checks': ['nccl']}, 'the nccl check needs ml_env_python'),
-], ids=['timeout', 'expected', 'capability', 'toolkit', 'nccl_without_python'])
+    ({'own_units': ['--all']}, "own_units holds '--all'; write each as a systemd unit name"),
+    ({'own_pid_files': ['run/sglang-server.pid']}, "own_pid_files holds 'run/sglang-server.pid'; write each as an "
+                                                   "absolute path"),
+], ids=['timeout', 'expected', 'capability', 'toolkit', 'nccl_without_python', 'unit_an_option', 'pid_file_relative'])
 def test_bad_options_fail_before_anything_runs(host, args, message):
     result = invoke(gpu_health, args)
     assert result['failed'] is True and message in result['msg']

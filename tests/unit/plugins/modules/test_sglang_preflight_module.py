@@ -25,6 +25,7 @@ from ansible_collections.inferops.gpu.plugins.doc_fragments import attributes
 from ansible_collections.inferops.gpu.plugins.module_utils.gpu import facts as gpu_facts
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang.preflight import CHECKS
 from ansible_collections.inferops.gpu.plugins.modules import sglang_preflight
+from ports import free_port  # tests/unit/ports.py
 
 SMI = '/usr/bin/nvidia-smi'
 A100_GPU3 = 'GPU-f26547dc-a3ff-c4fa-07dc-3220a912a8ce'
@@ -59,12 +60,6 @@ def listening():
         sock.bind(('127.0.0.1', 0))
         sock.listen(1)
         yield sock.getsockname()[1]
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
 
 
 def run_module(args):

@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from module_harness import (
-    SGLANG_STANDIN, assert_documented, assert_options_match_spec, free_port, invoke, patch_exits, record_argument_spec,
+    SGLANG_STANDIN, assert_documented, assert_options_match_spec, invoke, patch_exits, record_argument_spec,
 )
+from ports import free_port
 
 from ansible_collections.inferops.gpu.plugins.modules import sglang_server, sglang_throughput
 
