@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by tests/gpu/run_*.sh on the GPU host (no network there): the output folder ($OUT, which
 # the device tool brings back), ansible-core and its dependencies from the carried wheels (.whl,
 # `make gpu-wheels`) on PYTHONPATH, the summary file and say(). SUMMARY may name another file.

@@ -26,6 +26,7 @@ _AnsibleCollectionFinder(paths=[COLLECTIONS], scan_sys_paths=False)._install()
 UNIT_TESTS = os.path.dirname(os.path.abspath(__file__))
 if UNIT_TESTS not in sys.path:
     sys.path.append(UNIT_TESTS)
+from node_stub import serve  # noqa: E402  pylint: disable=wrong-import-position (on sys.path just now)
 # The module tests share module_harness.py (run a module's main() in-process).
 MODULE_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'plugins', 'modules')
 if MODULE_TESTS not in sys.path:
@@ -118,3 +119,11 @@ def torch_sized_provider(tmp_path_factory):
     dest = str(tmp_path_factory.mktemp('torch_sized') / 'libc10.so')
     torch_sized.build(dest)
     return dest
+
+
+@pytest.fixture(scope='module')
+def stub():
+    """The port of a stub SGLang server (tests/unit/node_stub.py's Stub), for node_info's tests."""
+    port, stop = serve()
+    yield port
+    stop()
