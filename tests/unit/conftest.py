@@ -26,7 +26,8 @@ _AnsibleCollectionFinder(paths=[COLLECTIONS], scan_sys_paths=False)._install()
 UNIT_TESTS = os.path.dirname(os.path.abspath(__file__))
 if UNIT_TESTS not in sys.path:
     sys.path.append(UNIT_TESTS)
-from node_stub import serve  # noqa: E402  pylint: disable=wrong-import-position (on sys.path just now)
+# On sys.path just now, so imported here.
+from node_stub import serve  # noqa: E402  pylint: disable=wrong-import-position
 # The module tests share module_harness.py (run a module's main() in-process).
 MODULE_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'plugins', 'modules')
 if MODULE_TESTS not in sys.path:
