@@ -19,20 +19,17 @@ report shows '-' for it and the host still reports.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import os
 
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-display = Display()
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# The roles whose variables say where a node's parts are, in the order the roles run.
-DEFAULTS = ('cuda_toolkit', 'ml_env', 'runtime_env', 'sglang_server', 'rolling')
-VARS = ('cuda_toolkit', 'ml_env', 'runtime_env', 'sglang_server')
+from ansible_collections.inferops.gpu.plugins.plugin_utils.role_settings import (  # noqa: F401 (re-exported: the tests use them)
+    ROOT, Settings, Unresolved, load_file, load_role_variables,
+)
 
+display = Display()
 # Each option of the module, as the roles' variable that holds it.
 OPTIONS = {
     'cuda_home': '__cuda_toolkit_home',
@@ -66,64 +63,8 @@ REPORT = {
     'nccl_topology_map': '__runtime_env_topology_profiles_merged',
     'gateway_host': 'rolling_gateway_host',
 }
-# ansible-core 2.19 and later template only trusted strings, and trust a role's files as Ansible loads them; 2.17 and
-# 2.18 have no such argument (and template every string).
-TRUSTED = 'trusted_as_template' in inspect.signature(DataLoader.load_from_file).parameters
 # The ml_env role's profile: the built-ins with ml_env_profiles merged over them (its tasks/validate.yml).
 PROFILE = ('ml_env_profile', 'ml_env_profiles', '__ml_env_builtin_profiles')
-
-
-def role_files(root=ROOT):
-    """[(kind, path)] of the roles' defaults and vars files the settings come from."""
-    return ([('defaults', os.path.join(root, 'roles', role, 'defaults', 'main.yml')) for role in DEFAULTS]
-            + [('vars', os.path.join(root, 'roles', role, 'vars', 'main.yml')) for role in VARS])
-
-
-def load_file(loader, path):
-    """A role's file as Ansible loads it, its templates trusted."""
-    if TRUSTED:
-        return loader.load_from_file(path, trusted_as_template=True)
-    return loader.load_from_file(path)
-
-
-def load_role_variables(load, root=ROOT):
-    """(defaults, vars), each merged over the roles; load(path) -> the file's data, as Ansible loads a role's
-    (templates trusted). A file that is not there gives nothing: the settings it held are reported unresolved."""
-    found = {'defaults': {}, 'vars': {}}
-    for kind, path in role_files(root):
-        if not os.path.isfile(path):
-            continue
-        data = load(path)
-        if isinstance(data, dict):
-            found[kind].update(data)
-    return found['defaults'], found['vars']
-
-
-class Unresolved(Exception):
-    pass
-
-
-class Settings:
-    """The roles' variables for one host: its variables over the roles' defaults, the roles' vars over both (as
-    Ansible ranks role vars above the inventory), each templated on demand with all of them."""
-
-    def __init__(self, templar, task_vars, defaults, role_vars):
-        self.variables = dict(defaults)
-        self.variables.update(task_vars)
-        self.variables.update(role_vars)
-        self.templar = templar.copy_with_new_env(available_variables=self.variables)
-        self.problems = []
-
-    def get(self, name):
-        if name not in self.variables:
-            self.problems.append('%s is not defined' % name)
-            raise Unresolved(name)
-        try:
-            return self.templar.template(self.variables[name])
-        except Exception as exc:  # pylint: disable=broad-except
-            # Whatever Jinja or the variables raise: this part is not read, the rest is.
-            self.problems.append('%s: %s' % (name, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
-            raise Unresolved(name)
 
 
 def _str(value):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: inferops.gpu contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Every problem of a role's input: the role's checks (module_utils/<role>_input.py) over the
+"""Every problem of a role's input: the role's checks (module_utils/<area>/validate.py) over the
 variables they read, rendered here on the controller, so the YAML keeps only the host probes."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ author:
 version_added: 0.1.0
 short_description: Check a role's input
 description:
-  - Renders the variables a role's checks read (C(plugins/module_utils/<role>_input.py)) and returns every problem
+  - Renders the variables a role's checks read (C(plugins/module_utils/<area>/validate.py)) and returns every problem
     of that input, one message each, in one form that names the variable, its bad value (secrets hidden, credentials
     in URLs masked) and what is allowed. An empty list means the input is fine.
   - The role's argument spec runs first and checks the types; these checks see what it lets through.

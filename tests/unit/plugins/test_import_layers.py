@@ -5,7 +5,8 @@
 
 module_utils is one folder per area; an area imports only from the areas below it, never from a
 sibling or from above; the plugins (modules, action, filter, lookup) import module_utils and never
-one another. The table is drawn in docs/architecture.md too: the test fails when the two differ,
+one another, only the controller's shared code in plugin_utils (which imports module_utils only).
+The table is drawn in docs/architecture.md too: the test fails when the two differ,
 and when a module_utils file or folder is not in the table.
 """
 
@@ -30,6 +31,8 @@ LAYERS = {
     'fleet': ('sglang', 'gpu', 'cuda_toolkit', 'ml_env', 'runtime_env', '_common'),
 }
 PLUGIN_TYPES = ('modules', 'action', 'filter', 'lookup', 'doc_fragments')
+# The controller's code shared by plugins (ansible-core's plugin_utils): above module_utils, below the plugins.
+PLUGIN_UTILS = 'plugin_utils'
 
 
 def _imported(tree):
@@ -65,7 +68,9 @@ def violations(plugins):
                     continue
                 source, allowed = 'module_utils/' + rel[1], ['module_utils/' + a for a in LAYERS[rel[1]]]
             elif rel[0] in PLUGIN_TYPES:
-                source, allowed = rel[0], ['module_utils/' + a for a in LAYERS]
+                source, allowed = rel[0], ['module_utils/' + a for a in LAYERS] + [PLUGIN_UTILS]
+            elif rel[0] == PLUGIN_UTILS:
+                source, allowed = PLUGIN_UTILS, ['module_utils/' + a for a in LAYERS]
             else:
                 continue
             with open(path, encoding='utf-8') as handle:
@@ -126,3 +131,9 @@ def test_a_file_outside_the_areas_is_named(tmp_path):
     (tmp_path / 'module_utils' / 'misc' / 'y.py').write_text('')
     assert violations(str(tmp_path)) == ['module_utils/flat.py: not in an area of the table',
                                          'module_utils/misc/y.py: not in an area of the table']
+
+
+def test_plugin_utils_never_imports_a_plugin(tmp_path):
+    (tmp_path / 'plugin_utils').mkdir()
+    (tmp_path / 'plugin_utils' / 'x.py').write_text('from ansible_collections.inferops.gpu.plugins.lookup import role_setting\n')
+    assert violations(str(tmp_path))[0].startswith('plugin_utils/x.py:1 imports lookup (plugin_utils may import module_utils')

@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+# Copyright: inferops.gpu contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""role_setting through a real Templar, as a playbook or another role's defaults call it: the host's value, else
+the owning role's default (or its vars/main.yml), templated with the host's variables."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from ansible.errors import AnsibleError
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+
+try:  # ansible-core 2.19 and later template only trusted strings, as the inventory's are
+    from ansible.template import trust_as_template
+except ImportError:
+    def trust_as_template(value):
+        return value
+
+from ansible_collections.inferops.gpu.plugins.plugin_utils.role_settings import ROOT
+
+
+def render(expression, **host_vars):
+    variables = dict((name, trust_as_template(value) if isinstance(value, str) else value) for name, value in host_vars.items())
+    return Templar(loader=DataLoader(), variables=variables).template(trust_as_template(expression))
+
+
+def role_default(role, name):
+    with open('%s/roles/%s/defaults/main.yml' % (ROOT, role)) as handle:
+        return yaml.safe_load(handle)[name]
+
+
+def test_the_roles_default_when_the_host_sets_nothing():
+    assert render("{{ lookup('inferops.gpu.role_setting', 'sglang_server_log_dir') }}") == role_default('sglang_server', 'sglang_server_log_dir')
+
+
+def test_the_hosts_value_wins():
+    assert render("{{ lookup('inferops.gpu.role_setting', 'sglang_server_log_dir') }}", sglang_server_log_dir='/srv/logs') == '/srv/logs'
+
+
+def test_a_roles_derived_name_is_templated_with_the_hosts_variables():
+    found = render("{{ query('inferops.gpu.role_setting', '__sglang_server_config_path', '__sglang_server_unit') }}",
+                   sglang_server_unit_name='kimi', sglang_server_config_dir='/etc/kimi')
+    assert found == ['/etc/kimi/kimi.yaml', 'kimi.service']
+
+
+def test_the_rolling_roles_snapshot_follows_the_servers_settings():
+    # roles/rolling/defaults/main.yml: the files the rollback puts back are where the server role writes them.
+    files = render(role_default('rolling', 'rolling_snapshot_files'), sglang_server_unit_name='kimi')
+    assert files == ['/etc/systemd/system/kimi.service', '/etc/sglang/kimi.yaml', '/etc/sglang/kimi.env',
+                     '/etc/inferops/runtime-env.json', '/etc/inferops/runtime-env.env']
+
+
+def test_gpu_health_names_the_servers_unit_or_its_pid_file_by_its_manager():
+    assert render(role_default('gpu_health', 'gpu_health_own_units')) == ['sglang-server.service']
+    assert render(role_default('gpu_health', 'gpu_health_own_pid_files')) == []
+    assert render(role_default('gpu_health', 'gpu_health_own_units'), sglang_server_manager='process') == []
+    assert render(role_default('gpu_health', 'gpu_health_own_pid_files'), sglang_server_manager='process',
+                  sglang_server_log_dir='/srv/logs') == ['/srv/logs/sglang-server.pid']
+
+
+def test_a_name_no_role_defines_fails_naming_it():
+    with pytest.raises(AnsibleError, match='sglang_server_no_such_setting is not defined'):
+        render("{{ lookup('inferops.gpu.role_setting', 'sglang_server_no_such_setting') }}")
