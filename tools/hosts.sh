@@ -46,9 +46,12 @@ if [ ! -f "$wheelhouse/sglang-0.5.9-py3-none-any.whl" ]; then
   "$root/.build/venv/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps \
     -w "$wheelhouse" "$standin"
 fi
-# The model directory the server serves (the stand-in reads only its config.json).
+# The model directory the server serves (the stand-in reads only its config.json), and Ansible's
+# remote_tmp as a provisioned host has it: made by Ansible's first run, it comes with a warning
+# ("Module remote_tmp ... did not exist") that a demo would print every time on fresh hosts.
 for h in "$@"; do
   docker exec "$h" mkdir -p /opt/inferops-wheelhouse /srv/models/standin
+  docker exec "$h" install -d -m 0700 /root/.ansible /root/.ansible/tmp
   docker cp -q "$wheelhouse/." "$h:/opt/inferops-wheelhouse/"
   docker exec "$h" sh -c 'echo "{\"architectures\": [\"StandinForCausalLM\"]}" > /srv/models/standin/config.json'
 done
