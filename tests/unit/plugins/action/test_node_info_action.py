@@ -16,14 +16,9 @@ import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
+from trust import trusted  # tests/unit/trust.py
 
 from ansible_collections.inferops.gpu.plugins.action import node_info as action
-
-try:  # ansible-core 2.19 and later template only trusted strings, as the inventory's are
-    from ansible.template import trust_as_template
-except ImportError:  # 2.17, 2.18: every string is a template
-    def trust_as_template(value):
-        return value
 
 ROOT = action.ROOT
 
@@ -31,16 +26,6 @@ ROOT = action.ROOT
 def role_file(role, kind):
     with open(os.path.join(ROOT, 'roles', role, kind, 'main.yml'), encoding='utf-8') as handle:
         return yaml.safe_load(handle)
-
-
-def trusted(value):
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, dict):
-        return dict((key, trusted(item)) for key, item in value.items())
-    if isinstance(value, list):
-        return [trusted(item) for item in value]
-    return value
 
 
 def settings(**inventory):

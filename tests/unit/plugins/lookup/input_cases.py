@@ -25,12 +25,7 @@ import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
-
-try:
-    from ansible.template import trust_as_template
-except ImportError:  # ansible-core < 2.19 renders every string
-    def trust_as_template(value):
-        return value
+from trust import trusted  # tests/unit/trust.py (the roles tests reach it through this module too)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 # The collection's filters (inferops.gpu.*) resolve in templates through ansible-core's collection
@@ -45,17 +40,6 @@ ROLES = ('cuda_toolkit', 'ml_env', 'runtime_env', 'gpu_health', 'sglang_server',
 HOST = 'inferops-badin-1'
 _LOADER = DataLoader()
 _FILES = {}
-
-
-def trusted(value):
-    """Inventory and role files are trusted templates (ansible-core 2.19+ renders only those)."""
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, dict):
-        return dict((key, trusted(item)) for key, item in value.items())
-    if isinstance(value, list):
-        return [trusted(item) for item in value]
-    return value
 
 
 def load_yaml(path):

@@ -11,12 +11,7 @@ import yaml
 from ansible.errors import AnsibleError
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
-
-try:  # ansible-core 2.19 and later template only trusted strings, as the inventory's are
-    from ansible.template import trust_as_template
-except ImportError:
-    def trust_as_template(value):
-        return value
+from trust import trust_as_template  # tests/unit/trust.py
 
 from ansible_collections.inferops.gpu.plugins.plugin_utils.role_settings import ROOT
 

@@ -16,6 +16,7 @@ import yaml
 from ansible.module_utils import basic
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
+from trust import trusted  # tests/unit/trust.py
 
 from node_stub import PTXAS_13, SHOW_STOPPED, START_LINE, VERSION_JSON
 from module_harness import TIMEOUT, assert_options_match_spec, invoke, patch_exits, record_argument_spec, unbounded
@@ -25,12 +26,6 @@ from ansible_collections.inferops.gpu.plugins.module_utils._common import procfs
 from ansible_collections.inferops.gpu.plugins.module_utils.gpu import facts as gpu_facts
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang.versions import READY_LINE
 from ansible_collections.inferops.gpu.plugins.modules import gpu_info, node_info, sglang_server
-
-try:  # ansible-core 2.19 and later template only trusted strings, as the inventory's are
-    from ansible.template import trust_as_template
-except ImportError:
-    def trust_as_template(value):
-        return value
 
 SMI = '/usr/bin/nvidia-smi'
 PINS = {'torch': '2.9.1+cu130', 'sgl-kernel': '0.3.21+cu130', 'flashinfer-python': '0.6.4',
@@ -151,14 +146,6 @@ def inventory(root, kind, port):
     else:
         found.update(cuda_toolkit_version='12.8')
     return found
-
-
-def trusted(value):
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, dict):
-        return dict((key, trusted(item)) for key, item in value.items())
-    return value
 
 
 # -- the old chain (verify.yml before node_info), as the test's expectation --------------------------
