@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferops.gpu.plugins.module_utils.fleet.tp_group import ranked
+
 
 def _get(values, name, default):
     try:
@@ -40,11 +42,28 @@ def gateway_api_url(values):
     return 'http://%s:%s' % (host, _get(values, 'sglang_gateway_port', 30080))
 
 
-def gateway_worker_urls(hosts, hostvars):
-    """The worker URL of every host in hosts, in order."""
+def follower(host, hostvars, groups):
+    """Whether the host is a rank >= 1 of a multi-node TP group (module_utils/fleet/tp_group.py): SGLang serves
+    HTTP on rank 0 only, the others answer health from a dummy server. Read from the inventory's variables
+    (sglang_server_tp_group, sglang_server_tp_group_rank), which the gateway's play sees without the group's facts."""
+    name = _get(hostvars[host], 'sglang_server_tp_group', '')
+    if not name or not isinstance(name, str):
+        return False
+    views = dict((one, {'group': _get(hostvars[one], 'sglang_server_tp_group', ''),
+                        'rank': _get(hostvars[one], 'sglang_server_tp_group_rank', None)})
+                 for one in groups.get(name, []) if one in hostvars)
+    members = ranked(name, views, groups)
+    return bool(members) and members[0] != host
+
+
+def gateway_worker_urls(hosts, hostvars, groups=None):
+    """The worker URL of every host in hosts, in order; with groups, the followers of TP groups left out."""
     if isinstance(hosts, str):
         hosts = [hosts]
-    return [worker_url(host, hostvars) for host in hosts]
+    for host in hosts:
+        if host not in hostvars:
+            raise AnsibleFilterError('gateway_worker_urls: %r is not a host of the inventory' % (host,))
+    return [worker_url(host, hostvars) for host in hosts if not groups or not follower(host, hostvars, groups)]
 
 
 class FilterModule(object):

@@ -49,6 +49,13 @@ options:
     description: Pipeline parallel size (C(--pp)).
     type: int
     default: 1
+  nnodes:
+    description:
+      - The nodes of a multi-node launch (C(--nnodes)); each runs O(tp) x O(pp) / O(nnodes) ranks, one GPU each, so
+        that many GPUs are needed here.
+    type: int
+    default: 1
+    version_added: 0.1.0
   gpu_count:
     description:
       - Number of GPUs of the host, for example RV(inferops.gpu.gpu_info#module:count) registered earlier.
@@ -285,6 +292,7 @@ def main():
             model_path=dict(type='str'),
             tp=dict(type='int', default=1),
             pp=dict(type='int', default=1),
+            nnodes=dict(type='int', default=1),
             gpu_count=dict(type='int'),
             host=dict(type='str', default='127.0.0.1'),
             port=dict(type='int', default=30000),
@@ -300,9 +308,11 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    for name in ('tp', 'pp'):
+    for name in ('tp', 'pp', 'nnodes'):
         if params[name] < 1:
             module.fail_json(msg='%s must be at least 1 (got %d)' % (name, params[name]))
+    if (params['tp'] * params['pp']) % params['nnodes']:
+        module.fail_json(msg='tp x pp (%d x %d) must be divisible by nnodes (%d)' % (params['tp'], params['pp'], params['nnodes']))
     for name in ('gpu_count', 'gpu_memory_threshold_mib'):
         if params[name] is not None and params[name] < 0:
             module.fail_json(msg='%s must not be negative (got %d)' % (name, params[name]))

@@ -187,9 +187,10 @@ def check_model_path(model_path, account, system):
     return ok('%s exists and user %s can read it' % (model_path, account.name))
 
 
-def check_gpu_count(tp, pp, count, source):
-    needed = tp * pp
-    summary = 'tp %d x pp %d = %s needed, %d found (%s)' % (tp, pp, plural(needed, 'GPU'), count, source)
+def check_gpu_count(tp, pp, count, source, nnodes=1):
+    needed = tp * pp // nnodes
+    summary = 'tp %d x pp %d%s = %s needed, %d found (%s)' % (
+        tp, pp, ' / %d nodes' % nnodes if nnodes > 1 else '', plural(needed, 'GPU'), count, source)
     if needed <= count:
         return ok(summary)
     if count == 0:
@@ -336,7 +337,7 @@ def own_process_ids(own_pids, table):
 def gpu_results(options, ignore, own, gpu_facts, describe):
     """({'gpu_count': ..., 'gpu_clean': ...}, annotated GPU processes); gpu_facts() is called at most
     once, and only when a check that is not ignored needs it."""
-    tp, pp = options.get('tp') or 1, options.get('pp') or 1
+    tp, pp, nnodes = options.get('tp') or 1, options.get('pp') or 1, options.get('nnodes') or 1
     given = options.get('gpu_count')
     results = {}
     facts = None
@@ -351,12 +352,12 @@ def gpu_results(options, ignore, own, gpu_facts, describe):
             results[second] = skipped('GPU facts could not be collected (see %s)' % first)
     processes = annotate_processes(facts['processes'], own, describe) if facts is not None else []
     if given is not None:
-        results['gpu_count'] = check_gpu_count(tp, pp, given, 'gpu_count')
+        results['gpu_count'] = check_gpu_count(tp, pp, given, 'gpu_count', nnodes)
     elif facts is not None:
         source = 'gpu_info' if facts['backend'] != 'none' else 'gpu_info: %s: %s' % (NO_GPU_BACKEND, facts['reason'])
-        results['gpu_count'] = check_gpu_count(tp, pp, facts['count'], source)
+        results['gpu_count'] = check_gpu_count(tp, pp, facts['count'], source, nnodes)
     if facts is not None:
-        results['gpu_clean'] = check_gpu_clean(facts, tp * pp, processes, options.get('gpu_memory_threshold_mib', 1024))
+        results['gpu_clean'] = check_gpu_clean(facts, tp * pp // nnodes, processes, options.get('gpu_memory_threshold_mib', 1024))
     for name in ('gpu_count', 'gpu_clean'):
         results.setdefault(name, skipped('GPU facts not collected'))
     return results, processes

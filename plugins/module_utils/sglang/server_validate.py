@@ -344,17 +344,21 @@ def check_gpu_count(values, probes):
     read, dummy = _read_values(values)
     if read is None:
         return []
-    sizes = dict((key, read[key][4] if key in read else '1') for key in ('tp', 'pp'))
+    sizes = dict((key, read[key][4] if key in read else '1') for key in ('tp', 'pp', 'nnodes'))
+    # A member of a TP group: the role sets --nnodes (probe `nnodes`, the group's size).
+    if is_int(probes.get('nnodes'), 1):
+        sizes['nnodes'] = probes['nnodes']
     if not all(is_int(value, 1) for value in sizes.values()):
         return []
-    tp, pp, count = int(sizes['tp']), int(sizes['pp']), int(gpus['count'])
-    if tp * pp <= count:
+    tp, pp, nnodes, count = int(sizes['tp']), int(sizes['pp']), int(sizes['nnodes']), int(gpus['count'])
+    if tp * pp // nnodes <= count:
         return []
     where = (read['tp'] if 'tp' in read else read['pp'])[1].split('[', 1)[0]
     host = values.get('inventory_hostname') or 'the host'
-    return [problem(where, values[where], 'a tensor x pipeline parallel size the host has GPUs for: --tp %d x --pp %d = %d '
+    over = ' / %d nodes' % nnodes if nnodes > 1 else ''
+    return [problem(where, values[where], 'a tensor x pipeline parallel size the host has GPUs for: --tp %d x --pp %d%s = %d '
                     'GPUs, %s has %d (gpu_info); lower --tp/--pp, or list gpu_count in sglang_server_preflight_ignore '
-                    'where the GPUs are not visible yet' % (tp, pp, tp * pp, host, count))]
+                    'where the GPUs are not visible yet' % (tp, pp, over, tp * pp // nnodes, host, count))]
 
 
 def check_read_values(values, probes):

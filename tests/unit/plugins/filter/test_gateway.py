@@ -30,6 +30,20 @@ def test_one_host_name_and_no_hosts():
     assert gateway_worker_urls([], HOSTVARS) == []
 
 
+def test_only_rank_0_of_a_tp_group_is_a_worker():
+    hostvars = dict(HOSTVARS, **{'kimi-b': {'sglang_server_tp_group': 'kimi'}, 'kimi-a': {'sglang_server_tp_group': 'kimi'}})
+    groups = {'all': list(hostvars), 'kimi': ['kimi-b', 'kimi-a']}
+    hosts = ['node-1', 'kimi-a', 'kimi-b']
+    # rank 0 by the inventory group's order
+    assert gateway_worker_urls(hosts, hostvars, groups) == ['http://10.0.0.11:30000', 'http://kimi-b:30000']
+    # by the ranks every member sets
+    hostvars['kimi-a']['sglang_server_tp_group_rank'] = 0
+    hostvars['kimi-b']['sglang_server_tp_group_rank'] = 1
+    assert gateway_worker_urls(hosts, hostvars, groups) == ['http://10.0.0.11:30000', 'http://kimi-a:30000']
+    # without groups every host is listed, as before
+    assert len(gateway_worker_urls(hosts, hostvars)) == 3
+
+
 def test_a_host_outside_the_inventory_is_named():
     with pytest.raises(AnsibleFilterError, match="'node-9' is not a host of the inventory"):
         gateway_worker_urls(['node-9'], HOSTVARS)

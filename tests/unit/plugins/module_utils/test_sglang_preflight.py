@@ -253,6 +253,16 @@ def test_gpu_count_given(system):
                                   'sglang_server_args or run on a host with 8 GPUs']
 
 
+def test_a_member_of_a_multi_node_group_needs_its_share_of_the_gpus(system, facts_of):
+    # --tp 4 over 2 nodes: 2 ranks, so 2 GPUs, on each (SGLang's tp_size_per_node)
+    result = run(system, facts_of('h200x2_nvlink'), tp=4, nnodes=2, own_pids=[562])
+    assert result['problems'] == []
+    assert result['checks']['gpu_count']['reason'] == 'tp 4 x pp 1 / 2 nodes = 2 GPUs needed, 2 found (gpu_info)'
+    result = run(system, tp=8, nnodes=2, gpu_count=2, ignore=['gpu_clean'])
+    assert result['problems'] == ['tp 8 x pp 1 / 2 nodes = 4 GPUs needed, 2 found (gpu_count); lower --tp/--pp in '
+                                  'sglang_server_args or run on a host with 4 GPUs']
+
+
 def test_gpu_count_from_facts(system, facts_of):
     result = run(system, facts_of('h200x2_nvlink'), tp=4, pp=2, own_pids=[562])
     assert result['problems'] == ['tp 4 x pp 2 = 8 GPUs needed, 2 found (gpu_info); lower --tp/--pp in '

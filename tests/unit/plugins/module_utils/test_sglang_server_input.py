@@ -52,6 +52,18 @@ def test_tp_times_pp_is_checked_against_the_gpus_gpu_info_found():
     assert len(problems(eight, sglang_server_args=['--tp', 'x'])) == 1  # check_read_values names it
 
 
+def test_a_multi_node_launch_needs_its_share_of_the_gpus_on_each_node():
+    eight = {'gpus': {'count': 8, 'backend': 'nvml'}}
+    # a member of a TP group of 2 (the role's --nnodes: probe nnodes): --tp 16 is 8 GPUs here
+    assert problems(dict(eight, nnodes=2), sglang_server_args=['--tp', '16']) == []
+    # the same with --nnodes in the arguments of a launch outside a group
+    assert problems(eight, sglang_server_args=['--tp', '16', '--nnodes', '2']) == []
+    found = problems(dict(eight, nnodes=2), sglang_server_args=['--tp', '32'])
+    assert found == ['sglang_server_args = ["--tp", "32"] is not allowed: a tensor x pipeline parallel size the host has GPUs '
+                     'for: --tp 32 x --pp 1 / 2 nodes = 16 GPUs, node-1 has 8 (gpu_info); lower --tp/--pp, or list gpu_count '
+                     'in sglang_server_preflight_ignore where the GPUs are not visible yet']
+
+
 def test_the_defaults_pass():
     assert problems() == []
 
