@@ -19,6 +19,7 @@ Raw keys of one host (all optional):
   throughput_last_json, throughput_baseline_json
   gateway ({'host', 'status' (the HTTP status of the gateway's GET /workers, None when unreachable), 'error',
   'workers' (its list), 'url' (this node's worker URL)}; absent when the fleet has no gateway)
+  tp_group ({'name', 'rank', 'nnodes', 'leader'} of a member of a multi-node TP group; absent or {} alone)
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ import shlex
 
 from ansible.errors import AnsibleFilterError
 
-COLUMNS = ['host', 'toolkit', 'stack', 'release', 'lock', 'env', 'gpus', 'topology', 'server', 'gateway', 'model', 'tok/s']
+COLUMNS = ['host', 'toolkit', 'stack', 'release', 'lock', 'env', 'gpus', 'topology', 'group', 'server', 'gateway', 'model',
+           'tok/s']
 # Shown first in the stack column, in this order; the rest is counted.
 KEY_PACKAGES = ['sglang', 'torch', 'sgl-kernel', 'sglang-kernel', 'flashinfer-python']
 MISSING = '-'
@@ -244,6 +246,14 @@ def lock_part(raw):
     return lock if isinstance(lock, str) and lock else 'none'
 
 
+def group_part(raw):
+    """{name, rank, nnodes, leader} of a member of a multi-node TP group; None for a host that serves alone."""
+    group = raw.get('tp_group')
+    if not isinstance(group, dict) or not _text(group.get('name')) or not isinstance(group.get('rank'), int):
+        return None
+    return dict((key, group.get(key)) for key in ('name', 'rank', 'nnodes', 'leader'))
+
+
 def gateway_part(raw):
     """{state, load, message}: how the gateway sees this node; None when the fleet has no gateway.
 
@@ -252,6 +262,10 @@ def gateway_part(raw):
     gateway = raw.get('gateway')
     if not isinstance(gateway, dict):
         return None
+    group = group_part(raw)
+    if group and group['rank'] != 0:
+        # SGLang serves HTTP on rank 0 only: the gateway knows the group through it.
+        return {'state': 'through rank 0', 'load': None, 'message': group.get('leader')}
     if gateway.get('status') != 200 or not isinstance(gateway.get('workers'), list):
         error = gateway.get('error') or ('HTTP %s' % gateway.get('status') if gateway.get('status') else 'no answer')
         return {'state': 'unknown', 'load': None, 'message': '%s: %s' % (gateway.get('host'), error)}
@@ -270,7 +284,8 @@ def host_row(host, raw):
     if not isinstance(raw, dict):
         return {'host': host, 'reported': False, 'toolkit': None, 'stack': None, 'release': None, 'lock': None,
                 'lock_wanted': None, 'env': None,
-                'gpus': None, 'topology': None, 'server': None, 'gateway': None, 'model': None, 'throughput': None}
+                'gpus': None, 'topology': None, 'group': None, 'server': None, 'gateway': None, 'model': None,
+                'throughput': None}
     gpus = gpus_part(raw)
     server = server_part(raw)
     return {
@@ -284,6 +299,7 @@ def host_row(host, raw):
         'env': env_part(raw, gpus['topology'] if gpus else None),
         'gpus': gpus,
         'topology': gpus['topology'] if gpus else None,
+        'group': group_part(raw),
         'server': server,
         'gateway': gateway_part(raw),
         'model': model_part(raw, server),
@@ -292,10 +308,23 @@ def host_row(host, raw):
 
 
 def fleet_report_rows(hosts):
-    """[{host, data}] (or {host: data}) of verify.yml -> one structured row per host, in the given order."""
+    """[{host, data}] (or {host: data}) of verify.yml -> one structured row per host, in the given order, but the
+    members of a TP group together, by rank, where its first member came."""
     if isinstance(hosts, dict):
         hosts = [{'host': name, 'data': data} for name, data in hosts.items()]
-    return [host_row(str(entry.get('host')), entry.get('data')) for entry in hosts or [] if isinstance(entry, dict)]
+    rows = [host_row(str(entry.get('host')), entry.get('data')) for entry in hosts or [] if isinstance(entry, dict)]
+    members = {}
+    for row in rows:
+        if row.get('group'):
+            members.setdefault(row['group']['name'], []).append(row)
+    ordered, placed = [], set()
+    for row in rows:
+        if id(row) in placed:
+            continue
+        together = sorted(members[row['group']['name']], key=lambda one: one['group']['rank']) if row.get('group') else [row]
+        ordered.extend(together)
+        placed.update(id(one) for one in together)
+    return ordered
 
 
 # -- table ---------------------------------------------------------------------------------------
@@ -349,6 +378,9 @@ def row_cells(row):
         else:
             cells['gpus'] = '0'
         cells['topology'] = gpus.get('topology') or MISSING
+    group = row.get('group')
+    if group:
+        cells['group'] = '%s rank %s/%s' % (group['name'], group['rank'], group.get('nnodes') or '?')
     server = row.get('server')
     if server:
         cells['server'] = server['status'] + (': %s' % server['message'] if server.get('message') else '')

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.gpu.plugins.module_utils.fleet.tp_group import ranked
+from ansible_collections.inferops.gpu.plugins.module_utils.fleet import tp_group
 
 
 def _get(values, name, default):
@@ -46,14 +46,11 @@ def follower(host, hostvars, groups):
     """Whether the host is a rank >= 1 of a multi-node TP group (module_utils/fleet/tp_group.py): SGLang serves
     HTTP on rank 0 only, the others answer health from a dummy server. Read from the inventory's variables
     (sglang_server_tp_group, sglang_server_tp_group_rank), which the gateway's play sees without the group's facts."""
-    name = _get(hostvars[host], 'sglang_server_tp_group', '')
+    name = tp_group.inventory_view(host, hostvars[host])['group']
     if not name or not isinstance(name, str):
         return False
-    views = dict((one, {'group': _get(hostvars[one], 'sglang_server_tp_group', ''),
-                        'rank': _get(hostvars[one], 'sglang_server_tp_group_rank', None)})
-                 for one in groups.get(name, []) if one in hostvars)
-    members = ranked(name, views, groups)
-    return bool(members) and members[0] != host
+    views = dict((one, tp_group.inventory_view(one, hostvars[one])) for one in groups.get(name, []) if one in hostvars)
+    return tp_group.plan(host, views, groups).get('rank', 0) != 0
 
 
 def gateway_worker_urls(hosts, hostvars, groups=None):

@@ -16,7 +16,8 @@ member's own context, role defaults included) and these functions judge the grou
 - gpu_problems(), revision_problems(): the same GPU count and the same server revision on every member;
 - plan(): this member's rank, the members by rank and the arguments the role adds;
 - roll_order(): the roll's host order and batch sizes, a group counting as one batch member;
-- outcome_problems(): after a start, every member served, or which one did not and why.
+- changing(), start_problems(), outcome_problems(): a start of the group, one for all: every member
+  restarts when one would, none starts unless all got there, and after the gates which did not serve and why.
 Messages name the variable, the value and what is allowed, as the roles' input checks do.
 """
 
@@ -35,6 +36,20 @@ ADDRESS = re.compile(r'^[A-Za-z0-9_.-]+\Z')
 # What the members must agree on, as (view key, variable).
 SAME = (('port', 'sglang_server_tp_group_port'), ('model_path', 'sglang_server_model_path'),
         ('state', 'sglang_server_state'), ('args', 'sglang_server_args + sglang_server_extra_args'))
+
+
+def inventory_view(host, values):
+    """A member's view from its inventory variables alone (values: a mapping of them), for readers that run
+    without the role's facts (the gateway's worker list, verify.yml): enough for the ranks, not for the checks."""
+    def get(name, default=None):
+        try:
+            value = values[name]
+        except (KeyError, TypeError):
+            return default
+        return default if value is None else value
+    return {'group': get('sglang_server_tp_group', ''), 'rank': get('sglang_server_tp_group_rank'),
+            'address': get('sglang_server_tp_group_address') or get('ansible_host') or host,
+            'port': get('sglang_server_tp_group_port')}
 
 
 def _name(view):
@@ -167,7 +182,7 @@ def plan(host, views, groups):
         return {}
     hosts = ranked(name, views, groups)
     leader = hosts[0]
-    addr = '%s:%s' % (views[leader].get('address'), view.get('port'))
+    addr = '%s:%s' % ((views.get(leader) or {}).get('address'), view.get('port'))
     rank = hosts.index(host)
     return {'name': name, 'rank': rank, 'nnodes': len(hosts), 'members': hosts, 'leader': leader, 'dist_init_addr': addr,
             'args': ['--nnodes', str(len(hosts)), '--node-rank', str(rank), '--dist-init-addr', addr]}
@@ -200,16 +215,51 @@ def revision_problems(host, views, groups, revisions):
             'same settings (group_vars of %s)' % (name, shown, name)]
 
 
+# A start of a group, as each member publishes it (the role's gate.yml, fact sglang_server_tp_group_outcome):
+# {'stage': 'checking'} first on every member, then 'planned' with 'change' (whether it would restart on its
+# own), 'starting' once its preflight passed, 'done' with 'ready', 'cause' and 'msg' after its gate.
+STAGES = ('checking', 'planned', 'starting', 'done')
+
+
+def _outcome(outcomes, host):
+    outcome = outcomes.get(host)
+    return outcome if isinstance(outcome, dict) else {}
+
+
+def changing(host, views, groups, outcomes):
+    """The members that would (re)start on their own: then every member restarts, since a rank that restarts
+    alone leaves the others waiting on a peer that is gone."""
+    name = _name(views.get(host))
+    if not name:
+        return []
+    return [one for one in ranked(name, views, groups)
+            if _outcome(outcomes, one).get('stage') == 'planned' and _outcome(outcomes, one).get('change')]
+
+
+def start_problems(host, views, groups, outcomes):
+    """Before a start: the members that did not get to theirs (their own checks failed): starting the others would
+    leave them waiting for a peer that never comes."""
+    name = _name(views.get(host))
+    if not name:
+        return []
+    behind = ['rank %d (%s)' % (rank, one) for rank, one in enumerate(ranked(name, views, groups))
+              if _outcome(outcomes, one).get('stage') != 'starting']
+    if not behind:
+        return []
+    return ['group %s did not start: %s failed before its start (see above); no member was started'
+            % (name, ', '.join(behind))]
+
+
 def outcome_problems(host, views, groups, outcomes):
     """After a start: the members that did not serve, each with its rank, host and cause. outcomes: {host:
-    {ready, cause, msg}} of this start; a member without one failed before it started."""
+    {stage, ready, cause, msg}} of this start; a member without one that is done failed before it started."""
     name = _name(views.get(host))
     if not name:
         return []
     found = []
     for rank, one in enumerate(ranked(name, views, groups)):
-        outcome = outcomes.get(one)
-        if not isinstance(outcome, dict):
+        outcome = _outcome(outcomes, one)
+        if not outcome or outcome.get('stage', 'done') != 'done':
             found.append('rank %d (%s) failed before its start' % (rank, one))
         elif not outcome.get('ready'):
             found.append('rank %d (%s) cause %s: %s' % (rank, one, outcome.get('cause') or 'unknown', outcome.get('msg') or ''))

@@ -15,6 +15,7 @@ import time
 
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang.probe import check_follower, check_ready, port_open
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang.signatures import SignatureScanner
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.versions import FOLLOWER_LINE
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang.watch import (
     READY_LINE, Deadline, StallTimer, phase_of,
 )
@@ -71,7 +72,7 @@ class Gate:
     """server: a manager (status()); log: a LogFollower; probe: a sglang_probe.Probe; progress: a ProgressFile."""
 
     def __init__(self, server, log, probe, progress, host, port, timeout, stall_timeout, poll_interval=0.2,
-                 skip_warmup=False, expected_name=None, do_probe=True, ready_line_seen=False,
+                 skip_warmup=False, expected_name=None, do_probe=True, ready_line_seen=False, follower_line_seen=False,
                  clock=time.monotonic, sleep=None, is_port_open=port_open):
         self.server = server
         self.log = log
@@ -94,6 +95,8 @@ class Gate:
         self.scanner = SignatureScanner()
         self.phase = 'starting'
         self.ready_line = ready_line_seen
+        # A follower's FOLLOWER_LINE (probe.check_follower): False until this start logged it.
+        self.follower_line = follower_line_seen
         self.port_open_at = None
         self.fatal_at = None
         self.last_reason = None
@@ -103,7 +106,7 @@ class Gate:
 
     def _round(self):
         if not self.do_probe:
-            return check_follower(self.probe, self.deadline.clamp)
+            return check_follower(self.probe, self.deadline.clamp, self.follower_line)
         return check_ready(self.probe, self.deadline.clamp, self.ready_line, self.skip_warmup, self.expected_name)
 
     def _wait_for_wake(self, seconds):
@@ -120,6 +123,9 @@ class Gate:
             self.scanner.feed(lines)
             if any(READY_LINE in line for line in lines):
                 self.ready_line = True
+                self.next_probe_at = 0.0
+            if not self.do_probe and not self.follower_line and any(FOLLOWER_LINE in line for line in lines):
+                self.follower_line = True
                 self.next_probe_at = 0.0
         alive, ended = self.server.status()
         if not alive:

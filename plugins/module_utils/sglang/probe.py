@@ -17,7 +17,7 @@ import json
 import socket
 
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang.versions import (
-    HEALTH, HEALTH_GENERATE, READY_LINE,
+    FOLLOWER_LINE, HEALTH, HEALTH_GENERATE, READY_LINE,
 )
 
 HEALTH_PATH = HEALTH_GENERATE
@@ -155,15 +155,19 @@ def check_ready(probe, clamp, ready_line_seen, skip_warmup, expected_name=None):
     return True, None, None
 
 
-def check_follower(probe, clamp):
+def check_follower(probe, clamp, line_seen=True):
     """A follower of a multi-node launch (--node-rank >= 1): (ready, reason, None).
 
     Real SGLang runs no tokenizer, no warmup and no HTTP server there, and never prints the ready
-    line: once its schedulers are ready it starts a dummy health server (sglang_versions.FOLLOWER_LINE) that
-    answers 200 on /health whatever the schedulers do, and blocks. Its port opening with a 200 is
-    the whole of what a follower can say (the group's readiness is rank 0's contract).
+    line: once its schedulers are ready it starts a dummy health server and logs FOLLOWER_LINE; the
+    server answers 200 on /health whatever the schedulers do, and the process blocks. That line in
+    this start's log (line_seen; not required where the log level hides INFO lines) and the 200 are
+    the whole of what a follower can say: another process answering on the port has no such line.
+    The group's readiness is rank 0's contract.
     """
     reason = probe.health(clamp, HEALTH)
     if reason:
         return False, reason, None
+    if not line_seen:
+        return False, "%s is 200 but the log has no '%s' line yet" % (HEALTH, FOLLOWER_LINE), None
     return True, None, None

@@ -117,7 +117,9 @@ def build_operations(module, params, run):
                     timeout=params['timeout'], stall_timeout=params['stall_timeout'],
                     poll_interval=params['poll_interval'], skip_warmup=skip_line,
                     expected_name=params['served_model_name'], do_probe=params['probe'],
-                    ready_line_seen=attach and ready_line_seen(served))
+                    ready_line_seen=attach and ready_line_seen(served),
+                    # A fresh follower must log its dummy health server's line; a running one answered before.
+                    follower_line_seen=attach or not params['ready_line'])
 
     def health(served=False):
         probe = new_probe()

@@ -98,6 +98,33 @@ SIGNATURES = (
         'summary': 'a rank ran out of GPU memory',
         'fix': 'lower --mem-fraction-static, and check with nvidia-smi that no other process holds GPU memory',
     },
+    # A multi-node TP group (--nnodes): torch's rendezvous at --dist-init-addr and gloo's CPU group between the
+    # nodes (c10d TCPStore.cpp waitForWorkers, socket.cpp throwTimeoutError, Utils.hpp recvBytes; gloo
+    # transport/tcp/pair.cc, as sglang#3685 and #26375 show it through broadcast_pyobj).
+    {
+        'cause': 'group_peer_lost',
+        'patterns': [r'Connection closed by peer', r'Read error \S+: Connection reset by peer',
+                     r'Connection was likely closed\. Did the remote server shutdown or crash'],
+        'summary': 'a rank on another host of the multi-node group went away (its server crashed or stopped)',
+        'fix': "read the other members' logs: the group's failure names the rank and host that failed first, the "
+               'others only lost it',
+    },
+    {
+        'cause': 'group_rendezvous',
+        'patterns': [r'Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined',
+                     r'The client socket has timed out after \d+ms while trying to connect to',
+                     r'wait timeout after \d+ms, keys: /default_pg'],
+        'summary': 'the members of the multi-node group did not all meet at --dist-init-addr',
+        'fix': "start every member (the roles start a group together), check that rank 0's address and port "
+               '(sglang_server_tp_group_address, sglang_server_tp_group_port) are reachable from every member '
+               '(firewall, DNS), and that no member failed first',
+    },
+    {
+        'cause': 'group_port_in_use',
+        'patterns': [r'failed to listen on any local network address.*(?i:address already in use)'],
+        'summary': "the port of --dist-init-addr on rank 0 is taken by another process",
+        'fix': 'free it (ss -ltnp names the holder) or choose another one (sglang_server_tp_group_port)',
+    },
     {
         'cause': 'nccl',
         'patterns': [r'NCCL error', r'DistBackendError', r'ncclUnhandledCudaError', r'ncclSystemError',

@@ -189,3 +189,16 @@ def standin(tmp_path):
     yield start
     for server in started:
         server.kill_all()
+
+
+@pytest.fixture
+def node(standin):
+    """Factory: node(node_rank, dist_port, args=[...], env={...}, tp=2) -> a started Standin playing one
+    node of a two-node launch (`--tp TP --nnodes 2 --node-rank R --dist-init-addr 127.0.0.1:DIST`)."""
+
+    def start(node_rank, dist_port, args=(), env=None, tp=2, **kwargs):
+        multi = ['--tp', str(tp), '--nnodes', '2', '--node-rank', str(node_rank),
+                 '--dist-init-addr', '127.0.0.1:%d' % dist_port]
+        return standin(multi + list(args), env, **kwargs)
+
+    return start

@@ -222,9 +222,9 @@ def test_config_file_api_key_and_metrics(standin, tmp_path, a_port):
 
 # -- multi-node --------------------------------------------------------------------------------
 
-def test_node_rank_one_runs_a_dummy_health_server(standin):
-    server = standin(['--tp', '4', '--nnodes', '2', '--node-rank', '1', '--dist-init-addr', '127.0.0.1:5000',
-                      '--api-key', 'k'])
+def test_node_rank_one_runs_a_dummy_health_server(node, a_port):
+    node(0, a_port, ['--api-key', 'k'], tp=4)  # rank 0 of the launch: the follower's ranks meet it first
+    server = node(1, a_port, ['--api-key', 'k'], tp=4)
     server.wait_for('Dummy health check server started in background thread at 127.0.0.1:%d' % server.port)
     for path in ('/health', '/health_generate', '/ping'):
         assert server.request('GET', path)[0] == 200

@@ -1,7 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: inferops.gpu contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A multi-node follower (--node-rank 1): ranks, a dummy health server, never the ready line."""
+"""A multi-node follower (--node-rank 1): ranks, a dummy health server, never the ready line.
+
+Its ranks become ready only once they met rank 0's at --dist-init-addr (sglang/standin/rendezvous.py),
+so each test starts a rank 0 of the same launch (`--tp 4 --nnodes 2`, TP0 and TP1 there, TP2 and TP3
+here) on a free port; test_sglang_standin_multinode.py covers the meeting itself.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +15,18 @@ import signal
 import time
 
 import pytest
+from ports import free_port  # tests/unit/ports.py
 
 READY = 'The server is fired up and ready to roll!'
-FOLLOWER = ['--tp', '4', '--nnodes', '2', '--node-rank', '1', '--dist-init-addr', '127.0.0.1:5000', '--enable-metrics']
 DUMMY = 'Dummy health check server started in background thread at 127.0.0.1:%d'
+
+
+def start_pair(node, env):
+    """(rank 0, follower) of one launch, both started; the follower with --enable-metrics."""
+    dist = free_port()
+    leader = node(0, dist, env=env, tp=4)
+    follower = node(1, dist, args=['--enable-metrics'], env=env, tp=4)
+    return leader, follower
 
 
 def assert_health_server(server):
@@ -30,8 +43,8 @@ def kill_ranks(server):
 
 
 @pytest.mark.parametrize('version', ['0.5.9', '0.5.23'])
-def test_follower_ranks_exit(standin, version):
-    server = standin(FOLLOWER, env={'SGLANG_STANDIN_VERSION': version})
+def test_follower_ranks_exit(node, version):
+    _leader, server = start_pair(node, {'SGLANG_STANDIN_VERSION': version})
     server.wait_for(DUMMY % server.port)
     assert_health_server(server)
     ranks = kill_ranks(server)  # whatever the ranks do, the dummy server says 200 ...
@@ -51,8 +64,8 @@ def test_follower_ranks_exit(standin, version):
     server.assert_gone()
 
 
-def test_0_5_23_follower_waits_for_rank_0_on_sigterm(standin):
-    server = standin(FOLLOWER, env={'SGLANG_STANDIN_VERSION': '0.5.23', 'SGLANG_STANDIN_LOAD_SECONDS': '1'})
+def test_0_5_23_follower_waits_for_rank_0_on_sigterm(node):
+    _leader, server = start_pair(node, {'SGLANG_STANDIN_VERSION': '0.5.23', 'SGLANG_STANDIN_LOAD_SECONDS': '1'})
     server.wait_for('Load weight begin')
     server.wait_for(DUMMY % server.port)
     server.proc.send_signal(signal.SIGTERM)
@@ -65,9 +78,9 @@ def test_0_5_23_follower_waits_for_rank_0_on_sigterm(standin):
     server.assert_gone()
 
 
-def test_follower_sigterm_while_loading_is_the_default_action(standin):
+def test_follower_sigterm_while_loading_is_the_default_action(node):
     # 0.5.23 installs its follower handler only once the ranks are ready
-    server = standin(FOLLOWER, env={'SGLANG_STANDIN_VERSION': '0.5.23', 'SGLANG_STANDIN_LOAD_SECONDS': '1'})
+    _leader, server = start_pair(node, {'SGLANG_STANDIN_VERSION': '0.5.23', 'SGLANG_STANDIN_LOAD_SECONDS': '1'})
     server.wait_for('Load weight begin')
     status, took = server.terminate()
     assert status == -signal.SIGTERM and took < 1

@@ -122,6 +122,7 @@ def test_a_provisioned_host_fills_every_column():
         'env': 'pcie_blackwell',
         'gpus': '8x RTX PRO 6000 Blackwell Server Edition cc 12.0',
         'topology': 'pcie',
+        'group': '-',
         'server': 'healthy',
         'gateway': '-',
         'model': 'kimi-k2.5 (/shared/kimi-k2.5-int4)',
@@ -137,8 +138,8 @@ def test_the_row_is_json():
 def test_a_bare_host_reports_dashes_and_never_raises():
     row = one({})
     assert row['reported'] is True
-    assert [row[key] for key in ('toolkit', 'stack', 'release', 'lock', 'lock_wanted', 'env', 'gpus', 'server', 'gateway',
-                                 'model', 'throughput')] == [None] * 11
+    assert [row[key] for key in ('toolkit', 'stack', 'release', 'lock', 'lock_wanted', 'env', 'gpus', 'group', 'server',
+                                 'gateway', 'model', 'throughput')] == [None] * 12
     assert set(row_cells(row).values()) == {'gpu-node-01', '-'}
 
 
@@ -391,3 +392,16 @@ def test_a_gateway_that_does_not_answer_is_named():
     assert row_cells(row)['gateway'] == 'unknown: gw-01: Connection refused'
     row = one(gateway_view('workers_draining.json', 'http://n:30000', status=401))
     assert row_cells(row)['gateway'] == 'unknown: gw-01: HTTP 401'
+
+
+def test_a_tp_group_is_shown_together_by_rank_and_its_other_ranks_through_rank_0():
+    gateway = {'host': 'gw-01', 'status': 200, 'error': None, 'workers': [], 'url': 'http://k-a:30000'}
+    hosts = [{'host': 'solo', 'data': {}},
+             {'host': 'k-a', 'data': {'tp_group': {'name': 'kimi', 'rank': 1, 'nnodes': 2, 'leader': 'k-b'}, 'gateway': gateway}},
+             {'host': 'other', 'data': {}},
+             {'host': 'k-b', 'data': {'tp_group': {'name': 'kimi', 'rank': 0, 'nnodes': 2, 'leader': 'k-b'}, 'gateway': gateway}}]
+    rows = fleet_report_rows(hosts)
+    assert [row['host'] for row in rows] == ['solo', 'k-b', 'k-a', 'other']
+    assert [row_cells(row)['group'] for row in rows] == ['-', 'kimi rank 0/2', 'kimi rank 1/2', '-']
+    assert row_cells(rows[2])['gateway'] == 'through rank 0: k-b'
+    assert row_cells(rows[1])['gateway'] == 'not registered'

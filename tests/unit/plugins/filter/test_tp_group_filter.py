@@ -41,7 +41,7 @@ def test_gpus_revision_and_outcome_facts():
     assert 'k-a: r1, k-b: r2' in tp_group_problems(hostvars, 'k-a', GROUPS, about='revision')[0]
     assert tp_group_problems(hostvars, 'k-a', GROUPS, about='outcome') == [
         'group kimi did not start: rank 1 (k-b) cause rank_crash: x']
-    with pytest.raises(AnsibleFilterError, match='about must be one of input, gpus, revision, outcome'):
+    with pytest.raises(AnsibleFilterError, match='about must be one of input, gpus, revision, start, outcome, changing'):
         tp_group_problems(hostvars, 'k-a', GROUPS, about='nope')
 
 

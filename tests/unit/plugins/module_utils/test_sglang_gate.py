@@ -186,6 +186,18 @@ def test_a_follower_is_ready_when_its_health_server_answers_without_a_ready_line
     assert set(script.asked) == {'/health'}
 
 
+def test_a_follower_is_not_ready_on_a_200_without_its_dummy_server_line(tmp_path):
+    # Another process answers on the port: the follower's own line never comes.
+    script = Script(tmp_path, FOLLOWER[:2], port_at=0.2, health_ok_at=0.2)
+    result = script.gate(do_probe=False, timeout=5, stall_timeout=100).run()
+    assert not result['ready'] and result['cause'] == 'timeout'
+    assert "/health is 200 but the log has no 'Dummy health check server started in background thread at' line yet" in result['msg']
+    # Where the log level hides INFO lines (follower_line_seen), the 200 decides.
+    (tmp_path / 'quiet').mkdir()
+    script = Script(tmp_path / 'quiet', FOLLOWER[:2], port_at=0.2, health_ok_at=0.2)
+    assert script.gate(do_probe=False, follower_line_seen=True).run()['ready']
+
+
 def test_a_follower_whose_health_server_never_answers_times_out(tmp_path):
     script = Script(tmp_path, FOLLOWER[:2], port_at=None, health_ok_at=None)
     result = script.gate(do_probe=False, timeout=10, stall_timeout=100).run()

@@ -91,6 +91,21 @@ REAL_FAILURES = [
         '2. set --cuda-graph-max-bs-decode to a smaller value (e.g., 16)',
     ]),
     ('cuda_graph_failed', ['Exception: Capture cuda graph failed: shape mismatch in the captured batch']),
+    # A multi-node group: rank 0 lost a peer node (gloo through broadcast_pyobj, sglang#3685, #26375), a member that
+    # never met the others (c10d TCPStore.cpp, socket.cpp), rank 0's rendezvous port taken.
+    ('group_peer_lost', [
+        '[2026-12-06 10:04:00 TP0] Scheduler hit an exception: Traceback (most recent call last):',
+        '  File "/opt/ml-env/lib/python3.12/site-packages/sglang/srt/utils/common.py", line 1187, in broadcast_pyobj',
+        'RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:547] Connection closed by peer [10.0.0.2]:50001',
+        '[2026-12-06 10:04:00] Received sigquit from a child process. It usually means the child failed.',
+    ]),
+    ('group_rendezvous', ['torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 1/2 clients '
+                          'joined.']),
+    ('group_rendezvous', ['torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while trying '
+                          'to connect to (inferops-gw-1, 50000).']),
+    ('group_port_in_use', ['torch.distributed.DistNetworkError: The server socket has failed to listen on any local network '
+                           'address. port: 50000, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in '
+                           'use']),
     # argparse of sglang 0.5.23 (prepare_server_args: prog "sglang serve", allow_abbrev on).
     ('bad_arguments', [
         'usage: sglang serve [-h] [--model-path MODEL_PATH] [--cuda-graph-max-bs-decode CUDA_GRAPH_MAX_BS_DECODE]',

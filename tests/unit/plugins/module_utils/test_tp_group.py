@@ -187,3 +187,29 @@ def test_a_roll_counts_a_group_as_one_batch_member(serial, order, sizes):
 def test_a_roll_of_no_host():
     views, groups = fleet()
     assert tp_group.roll_order([], views, groups, 1) == {'hosts': [], 'serial': [1]}
+
+
+def test_one_member_that_would_restart_restarts_them_all():
+    views, groups = fleet()
+    planned = {'node-b': {'stage': 'planned', 'change': False}, 'node-a': {'stage': 'planned', 'change': True}}
+    assert tp_group.changing('node-b', views, groups, planned) == ['node-a']
+    # an earlier start's records (another stage) do not count
+    assert tp_group.changing('node-b', views, groups, {'node-a': {'stage': 'done', 'change': True}}) == []
+    assert tp_group.changing('solo', views, groups, planned) == []
+
+
+def test_no_member_starts_unless_every_member_got_to_its_start():
+    views, groups = fleet()
+    assert tp_group.start_problems('node-a', views, groups, {'node-a': {'stage': 'starting'},
+                                                             'node-b': {'stage': 'starting'}}) == []
+    # node-b's preflight failed: it never said it was starting (its record is the plan's)
+    assert tp_group.start_problems('node-a', views, groups, {'node-a': {'stage': 'starting'},
+                                                             'node-b': {'stage': 'planned'}}) == [
+        'group kimi did not start: rank 0 (node-b) failed before its start (see above); no member was started']
+
+
+def test_an_outcome_of_a_member_still_planned_is_a_failure_before_its_start():
+    views, groups = fleet()
+    outcomes = {'node-b': {'stage': 'done', 'ready': True}, 'node-a': {'stage': 'planned'}}
+    assert tp_group.outcome_problems('node-b', views, groups, outcomes) == [
+        'group kimi did not start: rank 1 (node-a) failed before its start']

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import threading
 import urllib.request
 
 import pytest
+
+from ports import free_port
 
 from ansible_collections.inferops.gpu.plugins.module_utils._common import procfs
 
@@ -59,8 +62,18 @@ def test_a_stop_lets_a_request_in_flight_finish(server, version):
 
 @pytest.mark.parametrize('version', RELEASES)
 def test_a_follower_is_ready_on_its_health_server_without_a_ready_line(server, version):
-    result = run(server, version, ['--nnodes', '2', '--node-rank', '1', '--dist-init-addr', '127.0.0.1:5757'],
-                 probe=False, revision='f1')
+    # A follower's ranks meet rank 0's at --dist-init-addr before anything is ready: rank 0 runs beside it.
+    dist = '127.0.0.1:%d' % free_port()
+    group = ['--nnodes', '2', '--dist-init-addr', dist]
+    command = server['base']['command']
+    rank_0 = command[:command.index('--port') + 1] + [str(free_port())] + command[command.index('--port') + 2:]
+    leader = subprocess.Popen(rank_0 + group + ['--node-rank', '0'], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                              env=dict(os.environ, **dict(server['base']['environment'], SGLANG_STANDIN_VERSION=version)))
+    try:
+        result = run(server, version, group + ['--node-rank', '1'], probe=False, revision='f1')
+    finally:
+        leader.kill()
+        leader.wait()
     assert result['ready'], result['msg']
     text = log_text(server)
     assert 'Dummy health check server started in background thread at' in text
