@@ -117,10 +117,10 @@ def test_the_fleet_report_shows_the_group(formed, tmp_path):
 LOADS = "grep -c 'Load weight begin' /var/log/sglang/sglang-server.log"
 
 
-def kill_the_followers_next_start(node, loads_before, found):
+def kill_the_followers_next_start(node, loads_before, found, done):
     """Once the node's next start has joined the group (its rank loads weights after the rendezvous), SIGKILL
-    its rank: a crash in the roll's start, before the follower is ready, that rank 0 sees."""
-    for dummy in range(2400):
+    its rank: a crash in the roll's start, before the follower is ready, that rank 0 sees. Ends with the roll."""
+    while not done.is_set():
         if int(docker(node, LOADS) or 0) > loads_before:
             pid = docker(node, "systemctl show -p MainPID --value sglang-server")
             ranks = docker(node, "pgrep -P %s" % pid).split() if pid not in ("0", "") else []
@@ -133,11 +133,15 @@ def kill_the_followers_next_start(node, loads_before, found):
 
 def test_a_follower_crash_fails_the_group_and_rolls_back_every_member(formed):
     before = dict((node, (revision(node), exec_start(node))) for node in NODES)
-    killed = []
-    killer = threading.Thread(target=kill_the_followers_next_start, args=(NODES[1], int(docker(NODES[1], LOADS) or 0), killed))
+    killed, done = [], threading.Event()
+    killer = threading.Thread(target=kill_the_followers_next_start, daemon=True,
+                              args=(NODES[1], int(docker(NODES[1], LOADS) or 0), killed, done))
     killer.start()
-    rc, messages, tail = playbook("playbooks/rolling.yml", "-e", "ml_env_profile=ci-b", args_of_group=NEW_GROUP_ARGS)
-    killer.join(timeout=5)
+    try:
+        rc, messages, tail = playbook("playbooks/rolling.yml", "-e", "ml_env_profile=ci-b", args_of_group=NEW_GROUP_ARGS)
+    finally:
+        done.set()
+        killer.join(timeout=30)
     assert killed, "the follower's start was never seen: %s" % tail
     assert rc != 0, tail
     # Every member fails naming the follower, its host and its cause (rank 0 lost its peer); each is rolled back.
