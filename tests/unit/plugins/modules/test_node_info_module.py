@@ -239,7 +239,7 @@ def test_the_report_rows_agree_with_the_old_chain(tmp_path, target, stub, kind):
             'host': 'gpu-node-01', 'toolkit': '13.0.88',
             'stack': 'sglang 0.5.9, torch 2.9.1+cu130, sgl-kernel 0.3.21+cu130, flashinfer-python 0.6.4 (+1)',
             'release': '0123456789ab', 'lock': hashlib.sha256(LOCK).hexdigest()[:12], 'env': 'pcie_blackwell',
-            'gpus': '8x RTX PRO 6000 Blackwell Server Edition cc 12.0', 'topology': 'pcie', 'server': 'healthy',
+            'gpus': '8x RTX PRO 6000 Blackwell Server Edition cc 12.0', 'topology': 'pcie', 'group': '-', 'server': 'healthy',
             'gateway': '-', 'model': 'kimi-k2.5 (/shared/kimi-k2.5-int4)', 'tok/s': '95.4 (0.99 of 96.1, passed)'}
     elif kind == 'stopped':
         row = new_rows[0]
