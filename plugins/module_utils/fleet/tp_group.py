@@ -208,6 +208,11 @@ def revision_problems(host, views, groups, revisions):
         return []
     hosts = members(name, groups)
     values = [revisions.get(one) for one in hosts]
+    behind = [one for one, value in zip(hosts, values) if not value]
+    if behind:
+        # A member that failed before it (its own failure is above): not a difference of settings.
+        return ['group %s: %s did not get as far as the server (its failure is above); no member starts without it'
+                % (name, ', '.join(behind))]
     if all(value == values[0] for value in values):
         return []
     shown = ', '.join('%s: %s' % (one, (value or 'none')[:12]) for one, value in zip(hosts, values))

@@ -35,7 +35,10 @@ FOLLOWER_LINE = "Dummy health check server started in background thread at"
 def playbook(name, *args, args_of_group=None, timeout=1500):
     """(rc, failure messages, output tail) of a run with the group in the inventory. Its settings are the members'
     host variables here: molecule's group_vars files of blackwell rank above an inventory file's group variables."""
-    settings = {"sglang_server_tp_group": GROUP, "sglang_server_args": args_of_group or GROUP_ARGS}
+    # The group is the gateway's only worker: its drain leaves none in rotation, which the roll allows only when
+    # told (rolling_gateway_min_in_rotation 0, as a fleet of one group sets it).
+    settings = {"sglang_server_tp_group": GROUP, "sglang_server_args": args_of_group or GROUP_ARGS,
+                "rolling_gateway_min_in_rotation": 0}
     group = {"hosts": dict((node, settings) for node in NODES)}
     with tempfile.TemporaryDirectory() as tmp:
         extra = os.path.join(tmp, "group.json")

@@ -152,6 +152,9 @@ def test_gpu_counts_must_match():
 def test_revisions_must_be_one():
     views, groups = fleet()
     assert tp_group.revision_problems('node-a', views, groups, {'node-a': 'abc', 'node-b': 'abc'}) == []
+    # a member that failed before (no revision this run) is named as such, not as a difference of settings
+    assert tp_group.revision_problems('node-a', views, groups, {'node-a': 'abc'}) == [
+        'group kimi: node-b did not get as far as the server (its failure is above); no member starts without it']
     found = tp_group.revision_problems('node-a', views, groups, {'node-a': 'abc', 'node-b': 'def'})
     assert found == ['group kimi: its members would not run the same server (release, arguments, environment): node-b: def, '
                      'node-a: abc; give them the same settings (group_vars of kimi)']
