@@ -202,7 +202,8 @@ def gpu_problems(host, views, groups, counts):
 
 
 def revision_problems(host, views, groups, revisions):
-    """The members' server revisions (each without its own rank, {host: revision}) must be one."""
+    """The members' server revisions (each without its own rank, {host: {part: hash}}) must be one; a
+    difference is named by its parts (arguments, model, config, environment, runtime_env, stack)."""
     name = _name(views.get(host))
     if not name:
         return []
@@ -215,9 +216,13 @@ def revision_problems(host, views, groups, revisions):
                 % (name, ', '.join(behind))]
     if all(value == values[0] for value in values):
         return []
-    shown = ', '.join('%s: %s' % (one, (value or 'none')[:12]) for one, value in zip(hosts, values))
-    return ['group %s: its members would not run the same server (release, arguments, environment): %s; give them the '
-            'same settings (group_vars of %s)' % (name, shown, name)]
+    parts = sorted(set(part for value in values if isinstance(value, dict) for part in value
+                       if any(not isinstance(other, dict) or other.get(part) != value.get(part) for other in values)))
+    shown = '; '.join('%s: %s' % (part, ', '.join('%s %s' % (one, (value or {}).get(part, 'none') if isinstance(value, dict)
+                                                                  else value) for one, value in zip(hosts, values)))
+                      for part in parts) or ', '.join('%s: %s' % (one, value) for one, value in zip(hosts, values))
+    return ['group %s: its members would not run the same server, they differ in %s; give them the same settings '
+            '(group_vars of %s)' % (name, shown, name)]
 
 
 # A start of a group, as each member publishes it (the role's gate.yml, fact sglang_server_tp_group_outcome):

@@ -149,15 +149,16 @@ def test_gpu_counts_must_match():
     assert tp_group.gpu_problems('solo', views, groups, {'solo': 1}) == []
 
 
-def test_revisions_must_be_one():
+def test_revisions_must_be_one_and_a_difference_is_named_by_its_parts():
     views, groups = fleet()
-    assert tp_group.revision_problems('node-a', views, groups, {'node-a': 'abc', 'node-b': 'abc'}) == []
+    same = {'arguments': 'a1', 'stack': 's1'}
+    assert tp_group.revision_problems('node-a', views, groups, {'node-a': same, 'node-b': dict(same)}) == []
     # a member that failed before (no revision this run) is named as such, not as a difference of settings
-    assert tp_group.revision_problems('node-a', views, groups, {'node-a': 'abc'}) == [
+    assert tp_group.revision_problems('node-a', views, groups, {'node-a': same}) == [
         'group kimi: node-b did not get as far as the server (its failure is above); no member starts without it']
-    found = tp_group.revision_problems('node-a', views, groups, {'node-a': 'abc', 'node-b': 'def'})
-    assert found == ['group kimi: its members would not run the same server (release, arguments, environment): node-b: def, '
-                     'node-a: abc; give them the same settings (group_vars of kimi)']
+    found = tp_group.revision_problems('node-a', views, groups, {'node-a': same, 'node-b': {'arguments': 'a1', 'stack': 's2'}})
+    assert found == ['group kimi: its members would not run the same server, they differ in stack: node-b s2, node-a s1; '
+                     'give them the same settings (group_vars of kimi)']
 
 
 def test_the_outcome_names_each_member_that_did_not_serve_with_its_cause():
