@@ -146,6 +146,11 @@ def test_a_follower_crash_fails_the_group_and_rolls_back_every_member(formed):
         done.set()
         killer.join(timeout=30)
     assert killed, "the follower's start was never seen: %s" % tail
+    # For the record (docs, notes): what the operator reads.
+    path = os.path.join(PROJECT, ".build", "logs", "tp-group-failure.txt")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as handle:
+        handle.write(messages + "\n")
     assert rc != 0, tail
     # Every member fails naming the follower, its host and its cause (rank 0 lost its peer); each is rolled back.
     assert "group %s did not start:" % GROUP in messages and "rank 1 (%s) cause " % NODES[1] in messages, messages
