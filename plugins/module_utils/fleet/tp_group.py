@@ -216,11 +216,14 @@ def revision_problems(host, views, groups, revisions):
                 % (name, ', '.join(behind))]
     if all(value == values[0] for value in values):
         return []
-    parts = sorted(set(part for value in values if isinstance(value, dict) for part in value
-                       if any(not isinstance(other, dict) or other.get(part) != value.get(part) for other in values)))
-    shown = '; '.join('%s: %s' % (part, ', '.join('%s %s' % (one, (value or {}).get(part, 'none') if isinstance(value, dict)
-                                                                  else value) for one, value in zip(hosts, values)))
-                      for part in parts) or ', '.join('%s: %s' % (one, value) for one, value in zip(hosts, values))
+    if not all(isinstance(value, dict) for value in values):
+        shown = ', '.join('%s: %s' % (one, value) for one, value in zip(hosts, values))
+    else:
+        parts = sorted(set(part for value in values for part in value
+                           if any(other.get(part) != value.get(part) for other in values)))
+        shown = '; '.join('%s: %s' % (part, ', '.join('%s %s' % (one, value.get(part, 'none'))
+                                                      for one, value in zip(hosts, values)))
+                          for part in parts)
     return ['group %s: its members would not run the same server, they differ in %s; give them the same settings '
             '(group_vars of %s)' % (name, shown, name)]
 
