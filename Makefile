@@ -92,16 +92,17 @@ molecule-floor: tools-floor engine
 	echo "molecule-floor: scenario $(FLOOR_SCENARIO) exited $$rc after $$SECONDS s"; exit $$rc
 
 # The rolling and gateway scenarios each run in a lane of their own beside everything else
-# (tools/lanes.sh): a roll goes one host at a time, mostly waiting, and they are the longest; a
-# third lane runs sglang_server then ml_env, so the four lanes end near one another (docs/testing.md
-# has each step's time; the gateway's TP group tests made its lane too long to take ml_env too). `make test`
+# (tools/lanes.sh): a roll goes one host at a time, mostly waiting, and they are the longest; the
+# rolling lane then runs ml_env and the gateway lane sglang_server, so the three lanes end near one
+# another (docs/testing.md has each step's time; the gateway's TP group tests made gateway+ml_env the
+# longest pair, and a fourth lane slowed every step on two cores until a timed fault case failed). `make test`
 # starts the lanes first, so they use the core that the single-process checks leave idle; the
 # checks, then the other scenarios (bad_input first: its checks are pure input, the quickest
 # verdict), then the floor's scenario run one after another in the main lane. The floor's own
 # checks are the ones whose verdict depends on the core: its sanity (no pylint: the newest
 # core's is the stricter) and its unit suite; ansible-lint runs once, on the newest core.
 FIRST := bad_input
-BESIDE := rolling gateway sglang_server+ml_env
+BESIDE := rolling+ml_env gateway+sglang_server
 BESIDE_SCENARIOS := $(subst +, ,$(BESIDE))
 CHECKS := contract triton lint sanity unit package lock-check sanity-floor unit-floor
 MAIN_SCENARIOS := $(foreach s,$(FIRST) $(filter-out $(FIRST) $(BESIDE_SCENARIOS),$(SCENARIOS)),"molecule SCENARIO=$(s)") molecule-floor
