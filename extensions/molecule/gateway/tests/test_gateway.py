@@ -57,14 +57,15 @@ def docker(host, command, timeout=120):
     return out.stdout.strip()
 
 
-def ansible_playbook(playbook, *args, host_vars=None, timeout=1500, project=PROJECT, env=None):
-    """(rc, per-host stats, failure messages, output tail) of one run against the scenario's inventory."""
+def ansible_playbook(playbook, *args, host_vars=None, children=None, timeout=1500, project=PROJECT, env=None):
+    """(rc, per-host stats, failure messages, output tail) of one run against the scenario's inventory, with
+    host_vars and groups (children) added in an inventory of their own."""
     argv = ["ansible-playbook", "-i", INVENTORY]
     with tempfile.TemporaryDirectory() as tmp:
-        if host_vars:
+        if host_vars or children:
             extra = os.path.join(tmp, "extra.json")
             with open(extra, "w") as handle:
-                json.dump({"all": {"hosts": host_vars}}, handle)
+                json.dump({"all": {"hosts": host_vars or {}, "children": children or {}}}, handle)
             argv += ["-i", extra]
         env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1", **(env or {}))
         proc = subprocess.run(argv + list(args) + [os.path.join(project, playbook)], cwd=PROJECT, env=env,

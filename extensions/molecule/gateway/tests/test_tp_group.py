@@ -14,14 +14,12 @@ operator adds one. The stand-in's ranks meet over the scenario's network at rank
 
 import json
 import os
-import subprocess
-import tempfile
 import threading
 import time
 
 import pytest
 
-from test_gateway import GATEWAY, INVENTORY, KEY, NODE_KEY, NODES, PROJECT, URL, docker, started_at
+from test_gateway import GATEWAY, KEY, NODE_KEY, NODES, PROJECT, URL, ansible_playbook, docker, started_at
 
 GROUP = "tp_kimi"
 # sglang 0.5.23's names (molecule.yml); --tp 2 over 2 nodes is one rank on each.
@@ -32,32 +30,16 @@ GENERATE = ("curl -s -o /dev/null -w '%%{http_code}' -H 'Authorization: Bearer %
 FOLLOWER_LINE = "Dummy health check server started in background thread at"
 
 
-def playbook(name, *args, args_of_group=None, timeout=1500):
+def playbook(name, *args, args_of_group=None):
     """(rc, failure messages, output tail) of a run with the group in the inventory. Its settings are the members'
     host variables here: molecule's group_vars files of blackwell rank above an inventory file's group variables."""
     # The group is the gateway's only worker: its drain leaves none in rotation, which the roll allows only when
     # told (rolling_gateway_min_in_rotation 0, as a fleet of one group sets it).
     settings = {"sglang_server_tp_group": GROUP, "sglang_server_args": args_of_group or GROUP_ARGS,
                 "rolling_gateway_min_in_rotation": 0}
-    group = {"hosts": dict((node, settings) for node in NODES)}
-    with tempfile.TemporaryDirectory() as tmp:
-        extra = os.path.join(tmp, "group.json")
-        with open(extra, "w") as handle:
-            json.dump({"all": {"children": {GROUP: group}}}, handle)
-        env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
-        proc = subprocess.run(["ansible-playbook", "-i", INVENTORY, "-i", extra] + list(args) + [os.path.join(PROJECT, name)],
-                              cwd=PROJECT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
-    try:
-        report = json.loads(proc.stdout)
-    except ValueError:
-        report = {}
-    messages = []
-    for play in report.get("plays", []):
-        for task in play.get("tasks", []):
-            for host, result in task.get("hosts", {}).items():
-                if result.get("failed") and not result.get("ignore_errors"):
-                    messages.append("%s: %s" % (host, result.get("msg", "")))
-    return proc.returncode, "\n".join(messages), proc.stdout[-4000:] + proc.stderr[-2000:]
+    rc, stats, messages, tail = ansible_playbook(name, *args, host_vars=dict((node, settings) for node in NODES),
+                                                 children={GROUP: {"hosts": dict((node, {}) for node in NODES)}})
+    return rc, messages, tail
 
 
 def exec_start(node):
