@@ -94,11 +94,11 @@ for d in .whl .gpuwheels; do
   [ "$got" = "$want" ] || die "pip left $got wheels for the $want pins of $d/: $(ls "$stage/$d")"
 done
 
-# 3. The stand-in, from the working tree: no dependency (its idna==3.7 is overridden on the host),
-#    and fixed timestamps so the same sources give the same bytes. Its build backend (flit_core,
-#    pinned in its pyproject.toml) comes from the index.
-SOURCE_DATE_EPOCH=315532800 "$python" -m pip wheel -q --disable-pip-version-check --no-input --no-deps \
-  -w "$stage/.gpuwheels" "$standin" || die "building the stand-in's wheel from $standin failed"
+# 3. The stand-in, from the working tree (tools/standin-wheel.sh: the same bytes for the same
+#    sources): no dependency (its idna==3.7 is overridden on the host).
+standin_wheel=$(STANDIN_WHEEL_PYTHON=$python "$root/tools/standin-wheel.sh") \
+  || die "building the stand-in's wheel from $standin failed"
+cp "$standin_wheel" "$stage/.gpuwheels/"
 standin_version=$(sed -nE 's/^version = "([^"]+)"$/\1/p' "$standin/pyproject.toml")
 [ -f "$stage/.gpuwheels/sglang-$standin_version-py3-none-any.whl" ] \
   || die "no sglang-$standin_version-py3-none-any.whl after building the stand-in: $(ls "$stage/.gpuwheels")"

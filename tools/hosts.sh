@@ -37,21 +37,15 @@ for h in "$@"; do
   timeout 60 docker exec "$h" systemctl is-system-running --wait >/dev/null || true
 done
 
-# The CI stack's SGLang stand-in comes from a wheelhouse on each host (tests/fixtures/).
-# Keyed by the stand-in's sources: a changed stand-in is built again (same name and version).
-standin="$root/tests/fixtures/sglang_standin"
-key=$(cd "$standin" && find . -type f ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-12)
-wheelhouse="$root/.build/demo-wheelhouse/$key"
-if [ ! -f "$wheelhouse/sglang-0.5.9-py3-none-any.whl" ]; then
-  "$root/.build/venv/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps \
-    -w "$wheelhouse" "$standin"
-fi
+# The CI stack's SGLang stand-in comes from a wheelhouse on each host (tests/fixtures/), its wheel
+# built once per content of its sources.
+wheel=$("$root/tools/standin-wheel.sh")
 # The model directory the server serves (the stand-in reads only its config.json), and Ansible's
 # remote_tmp as a provisioned host has it: made by Ansible's first run, it comes with a warning
 # ("Module remote_tmp ... did not exist") that a demo would print every time on fresh hosts.
 for h in "$@"; do
   docker exec "$h" mkdir -p /opt/inferops-wheelhouse /srv/models/standin
   docker exec "$h" install -d -m 0700 /root/.ansible /root/.ansible/tmp
-  docker cp -q "$wheelhouse/." "$h:/opt/inferops-wheelhouse/"
+  docker cp -q "$wheel" "$h:/opt/inferops-wheelhouse/"
   docker exec "$h" sh -c 'echo "{\"architectures\": [\"StandinForCausalLM\"]}" > /srv/models/standin/config.json'
 done
