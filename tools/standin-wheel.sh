@@ -11,6 +11,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 standin=$root/tests/fixtures/sglang_standin
 python=${STANDIN_WHEEL_PYTHON:-$root/.build/venv/bin/python}
+# The build fetches its backend from the index: a hung index must not hang a scenario's prepare.
+limit=${STANDIN_WHEEL_TIMEOUT:-300}
 version=$(sed -nE 's/^version = "([^"]+)"$/\1/p' "$standin/pyproject.toml")
 key=$(cd "$standin" && find . -type f ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-12)
 dir=$root/.build/standin-wheel/$key
@@ -19,8 +21,8 @@ if [ ! -f "$wheel" ]; then
   mkdir -p "$root/.build/standin-wheel"
   stage=$(mktemp -d "$root/.build/standin-wheel/.build-XXXXXX")
   trap 'rm -rf "$stage"' EXIT
-  SOURCE_DATE_EPOCH=315532800 "$python" -m pip wheel -q --disable-pip-version-check --no-input --no-deps \
-    -w "$stage" "$standin" >&2 || { echo "standin-wheel: building the stand-in from $standin failed" >&2; exit 1; }
+  SOURCE_DATE_EPOCH=315532800 timeout -k 10 "$limit" "$python" -m pip wheel -q --disable-pip-version-check --no-input --no-deps \
+    -w "$stage" "$standin" >&2 || { echo "standin-wheel: building the stand-in from $standin failed (or ran past ${limit} s)" >&2; exit 1; }
   [ -f "$stage/${wheel##*/}" ] || { echo "standin-wheel: no ${wheel##*/} after the build: $(ls "$stage")" >&2; exit 1; }
   chmod 0755 "$stage" && chmod 0644 "$stage/${wheel##*/}"
   # Another caller may have finished first: its wheel has the same bytes, so either one serves.

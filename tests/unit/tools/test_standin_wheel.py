@@ -16,7 +16,7 @@ PIP = """#!/bin/sh
 while [ "$1" != -w ]; do shift; done
 echo build >>"$STUB_COUNT"
 [ -z "$STUB_FAIL" ] || { echo "pip: no flit_core" >&2; exit 1; }
-sleep 0.5
+sleep "${STUB_SLEEP:-0.5}"
 cat "$3"/pyproject.toml >"$2/%s"
 """ % WHEEL
 
@@ -76,4 +76,11 @@ def test_a_failed_build_says_so_and_leaves_nothing(tmp_path):
     failed = run(root, dict(env, STUB_FAIL='1'))
     assert failed.returncode == 1 and failed.stdout == ''
     assert 'no flit_core' in failed.stderr and 'building the stand-in from' in failed.stderr
+    assert os.listdir(root / '.build' / 'standin-wheel') == []
+
+
+def test_a_hung_build_is_cut_at_the_deadline_and_leaves_nothing(tmp_path):
+    root, env = tree(tmp_path)
+    hung = run(root, dict(env, STUB_SLEEP='30', STANDIN_WHEEL_TIMEOUT='1'))
+    assert hung.returncode == 1 and hung.stdout == '' and 'ran past 1 s' in hung.stderr
     assert os.listdir(root / '.build' / 'standin-wheel') == []
