@@ -13,7 +13,11 @@ export PATH := $(ROOT)/.build/venv/bin:$(PATH)
 export ANSIBLE_HOME := $(ROOT)/.build/ansible-home
 export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collections:$(ROOT)/.build/collections
 export XDG_CACHE_HOME := $(ROOT)/.build/xdg-cache
-export PYTHONDONTWRITEBYTECODE := 1
+# Bytecode of every Python the suite runs (tool venvs, tests, tools) cached out of the tree, whatever
+# the environment says: uv installs none, and compiling ansible-core afresh cost each Python that
+# imports it (every ansible-playbook, molecule, pytest worker, ansible-lint) 1.3 s of CPU.
+unexport PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX := $(ROOT)/.build/pycache
 
 .PHONY: demo check test lint sanity unit package molecule molecule-all bench bench-noop bench-serving bench-converge bench-rolling bench-mlenv tools engine clean distclean help
 .PHONY: tools-floor lint-floor sanity-floor unit-floor molecule-floor lock lock-check contract triton gpu-wheels

@@ -10,7 +10,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-export ANSIBLE_NOCOLOR=1 NO_COLOR=1 PYTHONDONTWRITEBYTECODE=1
+# Bytecode out of the tree (no __pycache__ for the tarball to pick up), as make sets it.
+export ANSIBLE_NOCOLOR=1 NO_COLOR=1 PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$root/.build/pycache}"
 limit=300 # seconds any one tool call may take; each takes a few seconds here
 
 fail() {

@@ -6,9 +6,12 @@ the owning role's default (or its vars/main.yml), templated with the host's vari
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import yaml
 from ansible.errors import AnsibleError
+from ansible.parsing import dataloader
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 from trust import trust_as_template  # tests/unit/trust.py
@@ -58,3 +61,30 @@ def test_gpu_health_names_the_servers_unit_or_its_pid_file_by_its_manager():
 def test_a_name_no_role_defines_fails_naming_it():
     with pytest.raises(AnsibleError, match='sglang_server_no_such_setting is not defined'):
         render("{{ lookup('inferops.gpu.role_setting', 'sglang_server_no_such_setting') }}")
+
+
+class CountingCopy:
+    """The copy module as DataLoader sees it, counting its deep copies."""
+
+    def __init__(self):
+        self.deep = 0
+
+    def deepcopy(self, value, *args):
+        self.deep += 1
+        return copy.deepcopy(value, *args)
+
+
+def test_the_roles_files_are_read_from_the_loaders_cache_as_they_are(monkeypatch):
+    # The lookup runs in every template that reaches a role default built on it: a deep copy of the roles' files
+    # on each call was a quarter of a converge's controller CPU. Nothing copies them, and nothing changes them.
+    loader = DataLoader()
+    templar = Templar(loader=loader, variables={})
+    expression = trust_as_template("{{ lookup('inferops.gpu.role_setting', '__sglang_server_config_path') }}")
+    first = templar.template(expression)
+    cached = dict((path, copy.deepcopy(data)) for path, data in loader._FILE_CACHE.items())
+    assert cached, 'the lookup read no role file through the loader'
+    counting = CountingCopy()
+    monkeypatch.setattr(dataloader, 'copy', counting)
+    assert templar.template(expression) == first
+    assert counting.deep == 0
+    assert loader._FILE_CACHE == cached
