@@ -44,10 +44,14 @@ def test_slow_keeps_health_and_answers_but_each_token_takes_longer(standin):
     assert status == 200 and body['meta_info']['completion_tokens'] == TOKENS
     status, body, slow_took = timed_generate(slow)
     assert status == 200 and body['meta_info']['completion_tokens'] == TOKENS
-    assert body['text'] == timed_generate(clean)[1]['text']  # the same answer, only later
-    # 20 tokens of 0.01 s: about 0.2 s clean, 0.8 s at factor 4.
+    again = timed_generate(clean)
+    assert body['text'] == again[1]['text']  # the same answer, only later
+    # 20 tokens of 0.01 s: about 0.2 s clean, 0.8 s at factor 4. A busy machine adds the same time to both
+    # (a clean answer took 0.4 s beside the other lanes of make test): the factor shows in the difference,
+    # 0.6 s, against the quicker of two clean answers.
+    clean_took = min(clean_took, again[2])
     assert slow_took >= 0.75, slow_took
-    assert slow_took > 2.5 * clean_took, (slow_took, clean_took)
+    assert slow_took - clean_took >= 0.45, (slow_took, clean_took)
     assert 'Scheduler hit an exception' not in slow.log()
 
     status, took = slow.terminate()
