@@ -27,12 +27,18 @@ description:
   - With O(state=absent), removes the record, so the next run sends the node through the roles.
   - A run that fails half way leaves the record of the last converge as it was; whatever that run changed of the
     recorded paths, units or release is drift to the next check, and a changed input is a changed digest.
-  - The digest comes from the action plugin of the same name when O(digest) is empty. It is a SHA-256 over the
-    collection's code and the raw values of the variables named C(inferops_*), C(cuda_toolkit_*), C(ml_env_*),
-    C(runtime_env_*), C(gpu_health_*), C(sglang_server_*) and C(rolling_*) on the controller, except those that
-    only steer a run (C(inferops_fast_path), C(rolling_serial) and the like), and the content of the lock file each
-    of C(ml_env_profiles) names (a lock changed in place is a changed input). A template is compared by its text;
-    a change that comes only through a fact is not seen (set C(inferops_fast_path=false) to apply every role).
+  - The digest comes from the action plugin of the same name when O(digest) is empty. It is an HMAC-SHA256, keyed
+    with the controller's fast-path key (C(inferops_fast_path_key_file)), over the collection's code, the values of
+    the variables named C(inferops_*), C(cuda_toolkit_*), C(ml_env_*), C(runtime_env_*), C(gpu_health_*),
+    C(sglang_server_*) and C(rolling_*) as Ansible resolves them for the host (the host's and C(-e) values over the
+    roles' defaults, the roles' vars over both, every template rendered: a variable that refers to another, a
+    vaulted secret, a group's members), except those that only steer a run (C(inferops_fast_path), C(rolling_serial)
+    and the like), and the content of the lock file each of C(ml_env_profiles) names. No value is stored or
+    returned, only the keyed digest.
+  - A variable whose value is known only when the roles run (it reads a gathered fact, a registered result, or
+    its template fails on the controller) is never taken as unchanged: it is RV(drift) of the role it belongs to.
+    The facts the roles' own defaults read (the distribution, its version, the architecture) are compared on the
+    node with the record.
 options:
   state:
     description: V(checked) compares; V(recorded) writes the record; V(absent) removes it.
@@ -98,6 +104,13 @@ options:
     description: Seconds for each command (systemctl, the release check) and for the health request.
     type: int
     default: 60
+  unresolved:
+    description:
+      - With O(state=checked), the variables whose value cannot be known before the roles run, each with why (a
+        template that reads a gathered fact, a registered result, or fails), by name. The action plugin fills it.
+        Each is drift of the role it belongs to (by its prefix; C(inferops_*) and C(rolling_*) of every role).
+    type: dict
+    default: {}
 attributes:
   action:
     support: full
@@ -223,6 +236,7 @@ def main():
             facts=dict(type='dict', default={}),
             gpu_dir=dict(type='path', default='/proc/driver/nvidia'),
             timeout=dict(type='int', default=60),
+            unresolved=dict(type='dict', default={}),
         ),
         supports_check_mode=True,
     )
@@ -236,7 +250,7 @@ def main():
     try:
         if params['state'] == 'checked':
             result.update(converged.check(host, params['path'], params['digest'], params['timeout'],
-                                          params['digests']))
+                                          params['digests'], params['unresolved']))
             result['msg'] = 'converged: nothing to do' if result['converged'] else \
                 'not converged: %s' % '; '.join(result['drift'])
         elif params['state'] == 'absent':

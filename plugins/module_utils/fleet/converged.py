@@ -47,10 +47,26 @@ class Host:
     http_status: (url, timeout) -> (status or None, reason); integrity: (release dir) -> '' or why
     the release is damaged."""
 
-    def __init__(self, run_command, http_status, integrity):
+    def __init__(self, run_command, http_status, integrity, os_release='/etc/os-release'):
         self.run_command = run_command
         self.http_status = http_status
         self.integrity = integrity
+        self.os_release = os_release
+
+    def os_identity(self):
+        """The facts the roles' own templates read (the distribution, its version, the architecture: the
+        toolkit's apt repository, the OS family check), from the node as the roles' fact gathering finds
+        them: the fast path gathers no facts, so a node whose OS changed goes through the roles."""
+        found = {'machine': os.uname().machine}
+        try:
+            with open(self.os_release, encoding='utf-8', errors='replace') as handle:
+                for line in handle:
+                    key, sep, value = line.strip().partition('=')
+                    if sep and key in ('ID', 'ID_LIKE', 'VERSION_ID'):
+                        found[key.lower()] = value.strip().strip('"\'')
+        except OSError:
+            found['os_release'] = 'unreadable'
+        return found
 
     def path_state(self, path):
         try:
@@ -130,6 +146,7 @@ def observe(host, spec):
         'paths': dict((path, host.path_state(path)) for path in spec['paths']),
         'units': dict((unit, host.unit_state(unit)) for unit in spec['units']),
         'gpus': host.gpus(spec['gpu_dir']),
+        'os': host.os_identity(),
     }
 
 
@@ -209,11 +226,34 @@ def pending_roles(hit):
     return list(ROLES[first:])
 
 
-def attributed_drift(host, record, digest, timeout, digests=None):
+def variable_owner(name):
+    """The node role a variable belongs to by its prefix, or None (inferops_*, rolling_*: every role)."""
+    for role in ROLES:
+        if name.startswith(role + '_'):
+            return role
+    return None
+
+
+def unresolved_drift(unresolved):
+    """(reasons, roles or None for all) for the variables whose value the fast path cannot know before the
+    roles run (a fact, a registered result, a template that fails): the roles that read them go through."""
+    found, hit = [], set()
+    for name, why in sorted((unresolved or {}).items()):
+        found.append('%s: its value is known only when the roles run (%s)' % (name, why))
+        owner = variable_owner(name)
+        if owner is None or hit is None:
+            hit = None
+        else:
+            hit.add(owner)
+    return found, hit
+
+
+def attributed_drift(host, record, digest, timeout, digests=None, unresolved=None):
     """(what differs, the roles it belongs to or None for all), cheapest reads first. The release
     check and the health request (the costly ones) run only when their answer could still matter:
-    the release unless ml_env is pending already, the health unless every role is."""
-    found, hit = [], set()
+    the release unless ml_env is pending already, the health unless every role is. unresolved: {variable:
+    why} whose values could not be known on the controller: drift of the roles that read them."""
+    found, hit = unresolved_drift(unresolved)
     if record.get('digest') != digest:
         found.append('the input changed since the last converge (inventory variables or the collection)')
         roles = input_drift(record, digests)
@@ -221,7 +261,7 @@ def attributed_drift(host, record, digest, timeout, digests=None):
             hit = None
         else:
             found.extend('%s: its input changed' % role for role in roles)
-            hit.update(roles)
+            hit = None if hit is None else hit | set(roles)
     spec = record.get('spec') or {}
     if spec_problems(spec) or set(SPEC_KEYS) - set(spec):
         return found + ['the record holds an unusable spec'], None
@@ -244,6 +284,9 @@ def attributed_drift(host, record, digest, timeout, digests=None):
     if was.get('gpus') != now['gpus']:
         hit = blame('the GPUs or the driver changed: was %s, is %s' % (
             json.dumps(was.get('gpus')), json.dumps(now['gpus'])), None)
+    if was.get('os') != now['os']:
+        hit = blame('the operating system changed: was %s, is %s' % (
+            json.dumps(was.get('os'), sort_keys=True), json.dumps(now['os'], sort_keys=True)), None)
     if hit is None:
         return found, None
     if RELEASE_OWNER not in pending_roles(hit):
@@ -261,13 +304,13 @@ def attributed_drift(host, record, digest, timeout, digests=None):
     return found, hit
 
 
-def check(host, path, digest, timeout, digests=None):
+def check(host, path, digest, timeout, digests=None, unresolved=None):
     """converged, drift, pending (the roles to run, in order) and facts (those the skipped roles
     published, by name)."""
     record, why = host.read_record(path)
     if record is None:
         return {'converged': False, 'drift': [why], 'pending': list(ROLES), 'facts': {}}
-    found, hit = attributed_drift(host, record, digest, timeout, digests)
+    found, hit = attributed_drift(host, record, digest, timeout, digests, unresolved)
     pending = pending_roles(hit) if found else []
     facts = {}
     for role in ROLES:

@@ -42,7 +42,9 @@ class Fake:
 @pytest.fixture
 def node(tmp_path):
     fake = Fake()
-    host = converged.Host(fake.run_command, fake.http_status, fake.integrity)
+    (tmp_path / 'os-release').write_text('PRETTY_NAME="Ubuntu 24.04.3 LTS"\nID=ubuntu\nID_LIKE=debian\n'
+                                         'VERSION_ID="24.04"\n')
+    host = converged.Host(fake.run_command, fake.http_status, fake.integrity, str(tmp_path / 'os-release'))
     (tmp_path / 'etc').mkdir()
     (tmp_path / 'etc' / 'unit').write_text('[Service]\n')
     (tmp_path / 'releases' / 'a').mkdir(parents=True)
@@ -291,3 +293,32 @@ def test_a_record_without_the_roles_digests_runs_every_role(node):
     assert converged.check(host, record, 'b' * 64, 30, changed('sglang_server'))['pending'] == list(converged.ROLES)
     (root / 'etc' / 'unit').write_text('[Service]\nX=1\n')
     assert converged.check(host, record, DIGEST, 30, ROLE_DIGESTS)['pending'] == list(converged.ROLES)
+
+
+def test_a_variable_known_only_when_the_roles_run_sends_its_role_and_those_after(node):
+    """Issue 41: a value built on a fact or a registered result is never taken as unchanged."""
+    root, fake, host, spec, record = node
+    write_role_record(root, host, spec, record)
+    found = converged.check(host, record, DIGEST, 30, ROLE_DIGESTS,
+                            {'sglang_server_args': 'it reads the gathered fact ansible_facts'})
+    assert not found['converged'] and found['pending'] == ['gpu_health', 'sglang_server'], found
+    assert found['drift'] == ['sglang_server_args: its value is known only when the roles run '
+                              '(it reads the gathered fact ansible_facts)']
+    # A collection-wide variable is every role's.
+    found = converged.check(host, record, DIGEST, 30, ROLE_DIGESTS, {'inferops_proxy': 'x'})
+    assert found['pending'] == list(converged.ROLES)
+    # Together with a changed input of a later role: from the first of them.
+    found = converged.check(host, record, 'b' * 64, 30, changed('sglang_server'), {'ml_env_profile': 'x'})
+    assert found['pending'] == ['ml_env', 'runtime_env', 'gpu_health', 'sglang_server']
+
+
+def test_a_changed_operating_system_sends_the_node_through_every_role(node):
+    """The roles' own defaults read the distribution and the architecture (the toolkit's apt repository), which the
+    fast path gathers on the node instead of as facts."""
+    root, fake, host, spec, record = node
+    write_role_record(root, host, spec, record)
+    assert converged.check(host, record, DIGEST, 30, ROLE_DIGESTS)['converged']
+    (root / 'os-release').write_text('ID=ubuntu\nID_LIKE=debian\nVERSION_ID="26.04"\n')
+    found = converged.check(host, record, DIGEST, 30, ROLE_DIGESTS)
+    assert found['pending'] == list(converged.ROLES)
+    assert any(reason.startswith('the operating system changed: was ') and '26.04' in reason for reason in found['drift'])
