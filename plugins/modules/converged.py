@@ -31,12 +31,12 @@ description:
     with the controller's fast-path key (C(inferops_fast_path_key_file)), over the collection's code, the values of
     the variables named C(inferops_*), C(cuda_toolkit_*), C(ml_env_*), C(runtime_env_*), C(gpu_health_*),
     C(sglang_server_*) and C(rolling_*) as Ansible resolves them for the host (the host's and C(-e) values over the
-    roles' defaults, the roles' vars over both, every template rendered: a variable that refers to another, a
+    roles' defaults, the roles' vars over both, every template rendered, so that a variable that refers to another, a
     vaulted secret, a group's members), except those that only steer a run (C(inferops_fast_path), C(rolling_serial)
     and the like), and the content of the lock file each of C(ml_env_profiles) names. No value is stored or
     returned, only the keyed digest.
   - A variable whose value is known only when the roles run (it reads a gathered fact, a registered result, or
-    its template fails on the controller) is never taken as unchanged: it is RV(drift) of the role it belongs to.
+    its template fails on the controller) is never taken as unchanged, it is RV(drift) of the role it belongs to.
     The facts the roles' own defaults read (the distribution, its version, the architecture) are compared on the
     node with the record.
 options:

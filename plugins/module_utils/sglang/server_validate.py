@@ -246,6 +246,13 @@ def check_secrets(values, probes):
     for name in SECRETS:
         found.extend(check(name, values, lambda v: isinstance(v, str) and bool(SECRET.match(v)),
                            'printable ASCII without spaces (it goes into a YAML file and an HTTP header)'))
+    key = values.get('sglang_server_api_key')
+    if isinstance(key, str) and SECRET.match(key) and key.startswith('-'):
+        # sglang's --config reader (ConfigArgumentMerger._add_scalar_arg) hands each value to argparse as a word of
+        # its own, which takes one that starts with "-" for an option: the server would not start.
+        found.append(problem('sglang_server_api_key', key, 'a key that does not start with "-" (SGLang reads its '
+                             '--config values as separate argv words, and argparse takes such a word for an option); '
+                             'make another key, e.g. openssl rand -hex 32'))
     return found
 
 

@@ -99,6 +99,14 @@ EVIDENCE = {
         '0.5.9': (('srt/models/registry.py', 'Ignore import error when loading {name}: {e}'),),
         '0.5.23': (('srt/models/registry.py', 'Ignore import error when loading {name}: {e}'),),
     },
+    # The argument check (arg_check.PROBE) builds the parser as prepare_server_args does, in the release.
+    'argument parser': {
+        '0.5.9': (('srt/server_args.py', '    @staticmethod\n    def add_cli_args(parser: argparse.ArgumentParser):'),
+                  ('srt/server_args.py', '    parser = argparse.ArgumentParser()\n    ServerArgs.add_cli_args(parser)')),
+        '0.5.23': (('srt/server_args.py', '    @staticmethod\n    def add_cli_args(parser: argparse.ArgumentParser):'),
+                   ('srt/server_args.py', '    parser = argparse.ArgumentParser(prog="sglang serve")\n'
+                                          '    ServerArgs.add_cli_args(parser)')),
+    },
     'capture failure': {
         '0.5.9': (('srt/model_executor/cuda_graph_runner.py', 'f"Capture cuda graph failed: {e}'),),
         '0.5.23': (('srt/model_executor/runner/decode_cuda_graph_runner.py', 'f"Capture cuda graph failed: {e}'),),

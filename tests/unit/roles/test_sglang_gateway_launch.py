@@ -24,8 +24,22 @@ def test_the_keys_join_the_arguments_only_when_set():
     config = {'argv': ['--host', '127.0.0.1', '--port', '30080']}
     assert build(config, {'control_plane_api_key': '', 'worker_api_key': ''}) == config['argv']
     assert build(config, {'control_plane_api_key': 'c' * 20, 'worker_api_key': 'w' * 20}) == config['argv'] + [
-        '--control-plane-api-keys', 'inferops:inferops.gpu:admin:' + 'c' * 20, '--api-key', 'w' * 20]
+        '--control-plane-api-keys', 'inferops:inferops.gpu:admin:' + 'c' * 20, '--api-key=' + 'w' * 20]
     assert config['argv'] == ['--host', '127.0.0.1', '--port', '30080']
+
+
+def test_a_key_that_starts_with_a_dash_reaches_smg_whole():
+    """Issue 41: one random URL-safe key in 64 starts with '-'; as a separate word argparse takes it for an option.
+    The options as smg 1.13.0 defines them (smg/router_args.py: --api-key type=str; --control-plane-api-keys
+    nargs='*', action='extend')."""
+    import argparse
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--api-key', type=str, default=None)
+    parser.add_argument('--control-plane-api-keys', type=str, nargs='*', action='extend', default=[])
+    key, control = '-Xq3' + 'w' * 40, '-c' + 'c' * 40
+    argv = launcher()['build_argv']({'argv': []}, {'control_plane_api_key': control, 'worker_api_key': key})
+    parsed = parser.parse_args(argv)
+    assert parsed.api_key == key and parsed.control_plane_api_keys == ['inferops:inferops.gpu:admin:' + control]
 
 
 def test_main_hands_smg_the_arguments_with_the_keys(tmp_path, monkeypatch):
