@@ -70,7 +70,7 @@ def answer(rc, out, err):
 
 
 def _release_version(version):
-    return str(version or '').split('+')[0]
+    return str(version or '').split('+', maxsplit=1)[0]
 
 
 def judge(found, sources, expected_version=''):
