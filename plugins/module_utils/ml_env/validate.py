@@ -32,7 +32,7 @@ from ansible_collections.inferops.gpu.plugins.module_utils._common.input_checks 
     is_string,
     problem,
 )
-from ansible_collections.inferops.gpu.plugins.module_utils.ml_env.lock import lock_packages, lock_problems
+from ansible_collections.inferops.gpu.plugins.module_utils.ml_env.lock import lock_packages, lock_problems, same_version
 from ansible_collections.inferops.gpu.plugins.module_utils.ml_env.stack import (
     CUDA_VERSION_RE,
     NAME_RE,
@@ -44,6 +44,8 @@ from ansible_collections.inferops.gpu.plugins.module_utils.ml_env.stack import (
     evaluate_rules,
     floor_results,
     normalize_name,
+    split_local,
+    version_matches,
 )
 from ansible_collections.inferops.gpu.plugins.module_utils._common.network_input import INDEX_URL, RETIRED, network_problems
 
@@ -204,7 +206,9 @@ def check_profile_values(values, probes):
         'system_site_packages': (_bool_like, 'true or false'),
         'extension_globs': (lambda v: is_list(v) and not any(CONTROL.search(str(glob)) for glob in v),
                             'a list of globs, relative to the venv\'s sys.path or absolute'),
-        'lock': (lambda v: is_string(v) and v != '' and not CONTROL.search(v), 'the path of a lock file on the controller'),
+        # false: no lock, on purpose (the demo's stand-in is built from the checkout, so no lock can hold its hash).
+        'lock': (lambda v: v is False or (is_string(v) and v != '' and not CONTROL.search(v)),
+                 'the path of a lock file on the controller, or false (no lock, on purpose: each node resolves)'),
     }
     found = []
     for key in sorted(profile, key=str):
@@ -239,6 +243,106 @@ def _pin_messages(values, pvar, profile):
 def check_pins(values, probes):
     pvar, profile = _known_profile(values)
     return [] if pvar is None else _pin_messages(values, pvar, profile)
+
+
+def _is_pin(name, version):
+    """A well-formed pin (check_pins names the others)."""
+    return is_string(name) and bool(NAME_RE.match(name)) and _is_version(version)
+
+
+def _spelled(name, other, normal):
+    return '%s and %s are one name as PEP 503 compares names (%s)' % (json.dumps(name), json.dumps(other), normal)
+
+
+def check_pin_names(values, probes):
+    """One distribution, one pin. Names compare as PEP 503 names (torch and Torch, flashinfer_python and
+    flashinfer-python, a.b and a-b are one), but the role merges the profile's packages and overrides and
+    ml_env_extra_packages by the name as written: two spellings reach uv as two requirements. So a mapping names
+    a distribution once, and an override spelled otherwise than the pin or the extra pin it meets carries the same
+    version. An extra pin of a distribution the profile pins is check_extra_pins'."""
+    pvar, profile = _known_profile(values)
+    if pvar is None:
+        return []
+    found, first = [], {}  # normal name: (variable, name, version) where the mappings name it first
+    for var, pins in _pin_sets(values, pvar, profile):
+        own = {}
+        for name, version in pins.items():
+            if not _is_pin(name, version):
+                continue
+            normal, at = normalize_name(name), '%s[%s]' % (var, json.dumps(name))
+            if normal in own:
+                found.append(problem(at, version, 'one pin per distribution: %s, and %s[%s] pins it already'
+                                     % (_spelled(name, own[normal], normal), var, json.dumps(own[normal]))))
+                continue
+            own[normal] = name
+            if normal not in first:
+                first[normal] = (var, name, version)
+                continue
+            seen_var, seen_name, seen_version = first[normal]
+            if seen_name == name or same_version(version, seen_version) or (
+                    var == 'ml_env_extra_packages' and seen_var.endswith('.packages')):
+                continue  # merged into one pin, or the same pin twice; an extra of a pinned one: check_extra_pins
+            if var == 'ml_env_extra_packages':
+                allowed = ("the version of the profile's override, %s (%s[%s]), or its spelling, %s, which replaces that "
+                           "override: %s; spelled two ways, uv would get both" % (
+                               seen_version, seen_var, json.dumps(seen_name), json.dumps(seen_name),
+                               _spelled(name, seen_name, normal)))
+            else:
+                allowed = ("the version the profile pins it at, %s (%s[%s]): %s; spelled two ways, uv would get both" % (
+                    seen_version, seen_var, json.dumps(seen_name), _spelled(name, seen_name, normal)))
+            found.append(problem(at, version, allowed))
+    return found
+
+
+def _import_accepts(pin, expected):
+    """Can a distribution pinned at ``pin`` report the version an import expects (ml_env_check's patterns: *,
+    2.9.*, 0.3.21, 2.9.1+cu130)? A pin without a local label may report one its metadata does not carry (PyPI's
+    torch 2.14.1 reports 2.14.1+cu130): then only the public version is compared."""
+    expected = str(expected)
+    if expected == '*':
+        return True
+    if not split_local(pin)[1]:
+        expected = split_local(expected)[0]
+    return version_matches(str(pin), expected)
+
+
+def check_extra_pins(values, probes):
+    """ml_env_extra_packages adds pins beside the profile's, it does not move them: a distribution the profile
+    pins keeps the profile's version (the same pin again is fine), and one whose version the profile's imports
+    expect, a version they accept. Else verification fails after the build; names compare as PEP 503 names."""
+    pvar, profile = _known_profile(values)
+    extra = values['ml_env_extra_packages']
+    if pvar is None or not is_mapping(extra):
+        return []
+    packages = profile.get('packages') if is_mapping(profile.get('packages')) else {}
+    pinned = {}
+    for name, version in packages.items():
+        if _is_pin(name, version):
+            pinned.setdefault(normalize_name(name), (name, version))
+    imports = profile.get('imports') if is_list(profile.get('imports')) else []
+    expected = {}
+    for index, entry in enumerate(imports):
+        if (is_mapping(entry) and is_string(entry.get('name')) and IMPORT_NAME.match(entry['name'])
+                and 'version' in entry and _is_version(entry['version'], VERSION_PATTERN)):
+            expected.setdefault(normalize_name(entry['name']), (index, entry))
+    found = []
+    for name, version in extra.items():
+        if not _is_pin(name, version):
+            continue
+        normal, at = normalize_name(name), 'ml_env_extra_packages[%s]' % json.dumps(name)
+        if normal in pinned:
+            own_name, own_version = pinned[normal]
+            if not same_version(version, own_version):
+                found.append(problem(at, version, "the profile's own version of %s, %s (%s.packages[%s]), or a distribution "
+                                     "the profile does not pin: extra pins add to the profile's, they do not move them (to "
+                                     "move one, make a profile in ml_env_profiles); names compare as PEP 503 names"
+                                     % (normal, own_version, pvar, json.dumps(own_name))))
+        elif normal in expected:
+            index, entry = expected[normal]
+            if not _import_accepts(version, entry['version']):
+                found.append(problem(at, version, "a version the profile's import check accepts: %s.imports[%d] expects %s "
+                                     "%s; names compare as PEP 503 names" % (pvar, index, entry['name'], entry['version'])))
+    return found
 
 
 def check_imports(values, probes):
@@ -544,6 +648,8 @@ CHECKS = (
     check_profile_keys,
     check_profile_values,
     check_pins,
+    check_pin_names,
+    check_extra_pins,
     check_imports,
     check_rules,
     check_rule_verdicts,
