@@ -11,6 +11,11 @@ server's paths, which the sglang_server role's checks (run before these) check.
 rolling_serial is no variable of the role but playbooks/rolling.yml's batch size (its play keyword
 serial, read from the extra vars): checked here, with the roll's input, so that a bad one stops the
 check play before any change instead of the roll's own play. Not set is fine (one node at a time).
+playbooks/converged.yml, the first play of site.yml and rolling.yml, runs these checks once more
+outside the role and keeps rolling_serial's messages: the check play sees only the nodes that go
+through the roles, and over a converged fleet that is none (issue 41: site.yml ignored -e
+rolling_serial=0 there). So check_serial reads rolling_serial alone: outside the role the role's
+own variables (its defaults and vars) are not set.
 
 One probe: the gateway host's sglang_gateway_api_key (another host's variable, which validate.yml
 reads from hostvars; rendering all of hostvars here would render every host's variables), as

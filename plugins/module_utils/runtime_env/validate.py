@@ -9,6 +9,19 @@ entries. The profile `auto` picks depends on the host's topology: tasks/spec.yml
 the chosen one exists (every profile it can choose from was checked here). A host of another OS
 family is refused by check_os_family (the bad-input table stands a Red Hat host in through
 __runtime_env_os_family).
+
+The dynamic loader's variables reach every program started in this environment (login shells
+included), so they have rules of their own wherever they are set (LOADER_FILES, LOADER_DIRS,
+LOADER_DIAGNOSTICS; issue 41): LD_PRELOAD and LD_AUDIT name absolute paths of shared objects,
+LD_LIBRARY_PATH absolute directories (an empty or relative entry is searched from each program's
+current directory), and the loader's diagnostics, which make every program print (or, traced, not
+run), are refused. check_loader_files judges runtime_env_extra_vars' LD_PRELOAD and LD_AUDIT files
+against the host: one probe (tasks/validate.yml, inferops.gpu.host_probe) stats each absolute entry,
+as probes['loader_files'] keyed by its path, and runtime_env_venv as probes['venv']. A file must be
+a regular file (after links); a missing one under a venv that does not exist yet gets no verdict (the
+ml_env role makes it later in the run, and this role's own validate, its first step, judges it then);
+no probe, no verdict. A profile's loader variables get the rules of form only: which profile applies
+is known when the role runs.
 """
 
 from __future__ import annotations
@@ -45,6 +58,24 @@ RULES = dict((name, (re.compile(pattern, re.IGNORECASE), allowed)) for name, (pa
     'NCCL_BUFFSIZE': (r'^[1-9][0-9]*\Z', 'a positive integer (bytes)'),
     'NCCL_NTHREADS': (r'^(64|128|256|512)\Z', "one of 64, 128, 256, 512 (NCCL's documented values)"),
 }.items())
+
+# The dynamic loader's variables (ld.so(8)). Files: absolute paths of shared objects, split as the
+# loader splits them (LD_PRELOAD on spaces and ':', LD_AUDIT on ':'; empty entries are skipped), with
+# no $ORIGIN, $LIB or $PLATFORM (the host probe stats the path as written). Directories: split on ':'
+# and ';', where an empty entry is the current directory.
+LOADER_FILES = {'LD_PRELOAD': re.compile(r'[ :]'), 'LD_AUDIT': re.compile(r':')}
+LOADER_DIRS = {'LD_LIBRARY_PATH': re.compile(r'[:;]')}
+LOADER_FILES_ALLOWED = {
+    'LD_PRELOAD': "absolute paths of shared objects separated by spaces or ':' (not a bare name, which the loader "
+                  "searches for; no $ORIGIN, $LIB or $PLATFORM)",
+    'LD_AUDIT': "absolute paths of shared objects separated by ':' (not a bare name, which the loader searches for; "
+                "no spaces; no $ORIGIN, $LIB or $PLATFORM)",
+}
+LOADER_DIRS_ALLOWED = ("absolute directories separated by ':' (an empty or relative entry makes every program search "
+                       "its current directory for its libraries)")
+# The loader's diagnostics: every program started in this environment would print (LD_DEBUG,
+# LD_SHOW_AUXV), write profiles (LD_PROFILE) or list its libraries instead of running (the traces).
+LOADER_DIAGNOSTICS = ('LD_DEBUG', 'LD_PROFILE', 'LD_SHOW_AUXV', 'LD_TRACE_LOADED_OBJECTS', 'LD_TRACE_PRELINKING')
 
 PROFILES, BUILTIN_PROFILES = 'runtime_env_nccl_profiles', '__runtime_env_nccl_profiles'
 TOPOLOGY_MAP, BUILTIN_TOPOLOGY_MAP = 'runtime_env_nccl_profile_by_topology', '__runtime_env_topology_profiles'
@@ -97,6 +128,29 @@ def _entry(key, value):
 def _is_path_entry(value):
     """A directory that can go on PATH: absolute, on one line, without ':'."""
     return is_absolute_path(value) and ':' not in value
+
+
+def _loader_entries(key, text):
+    """The files of LD_PRELOAD / LD_AUDIT as the loader splits them, empty entries skipped."""
+    return [entry for entry in LOADER_FILES[key].split(text) if entry]
+
+
+def _loader_problem(name, key, value, secret):
+    """The one problem of a loader variable's value (a string or a number on one line), or None."""
+    text = str(value)
+    if key in LOADER_DIAGNOSTICS:
+        return problem(name, value, 'any variable but the loader\'s diagnostics (%s): every program started in this '
+                       'environment would print, write profiles or, traced, list its libraries instead of running; '
+                       'set them on one command' % ', '.join(LOADER_DIAGNOSTICS), secret)
+    if key in LOADER_FILES:
+        good = all(is_absolute_path(entry) and '$' not in entry for entry in _loader_entries(key, text)) \
+            and not (key == 'LD_AUDIT' and ' ' in text)
+        return None if good else problem(name, value, LOADER_FILES_ALLOWED[key], secret)
+    if key in LOADER_DIRS and text != '':
+        # An empty value sets no search path; an empty entry in one is the current directory.
+        if not all(is_absolute_path(entry) for entry in LOADER_DIRS[key].split(text)):
+            return problem(name, value, LOADER_DIRS_ALLOWED, secret)
+    return None
 
 
 def _profiles(values):
@@ -188,7 +242,7 @@ def _variable_problem(origin, key, value, platform):
         return problem(name, value, 'a one-line value (no control characters)', secret)
     if key in RULES and not RULES[key][0].match(text):
         return problem(name, value, RULES[key][1], secret)
-    return None
+    return _loader_problem(name, key, value, secret)
 
 
 def check_variables(values, probes):
@@ -208,6 +262,41 @@ def check_variables(values, probes):
             one = _variable_problem(origin, key, value, forbidden)
             if one:
                 found.append(one)
+    return found
+
+
+def check_loader_files(values, probes):
+    """runtime_env_extra_vars' LD_PRELOAD and LD_AUDIT files against the host (the module's docstring):
+    each program started in this environment loads them, and a missing one makes each print a loader
+    error. A value check_variables refuses is its to name."""
+    extra, files = values[EXTRA_VARS], probes.get('loader_files')
+    if not (is_mapping(extra) and is_mapping(files)):
+        return []
+    venv = values['runtime_env_venv']
+    venv_seen = ((probes.get('venv') or {}).get('stat') or {}) if is_mapping(probes.get('venv')) else None
+    # A venv the ml_env role makes later in this run: its files are judged by the role's own validate.
+    later = venv if isinstance(venv, str) and is_absolute_path(venv) and venv_seen is not None \
+        and not venv_seen.get('exists') else None
+    found = []
+    for key in sorted(LOADER_FILES):
+        value = extra.get(key)
+        if not isinstance(value, str) or _variable_problem(EXTRA_VARS, key, value, None):
+            continue
+        bad = []
+        for entry in _loader_entries(key, value):
+            seen = files.get(entry)
+            if not is_mapping(seen) or seen.get('skipped'):
+                continue
+            stat = seen.get('stat') or {}
+            if stat.get('exists') and stat.get('isreg'):
+                continue
+            if not stat.get('exists') and later and entry.startswith(later.rstrip('/') + '/'):
+                continue
+            bad.append('%s %s' % (entry, 'is not a regular file' if stat.get('exists') else 'does not exist'))
+        if bad:
+            found.append(problem('%s.%s' % (EXTRA_VARS, key), value, 'files that exist on the host (every program '
+                                 'started in this environment loads them: a missing one makes each print a loader '
+                                 'error); %s' % '; '.join(bad)))
     return found
 
 
@@ -284,5 +373,5 @@ def check_triton(values, probes):
 
 
 CHECKS = (check_os_family, check_name, check_interpreter_paths, check_toolkit_paths, check_systemd_path, check_topology,
-          check_profiles, check_variables, check_topology_map, check_profile_choice, check_extra_path,
+          check_profiles, check_variables, check_loader_files, check_topology_map, check_profile_choice, check_extra_path,
           check_arch_profiles, check_compute_capability, check_triton)
