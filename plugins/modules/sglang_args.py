@@ -36,6 +36,12 @@ options:
     description: The sglang version the role renders the arguments for; empty compares none.
     type: str
     default: ''
+  environment:
+    description:
+      - Variables the probe runs with, as the server would (the role passes C(sglang_server_extra_environment)), since
+        the parser may read the environment.
+    type: dict
+    default: {}
   command_timeout:
     description: Seconds the probe may take (its import of SGLang imports torch).
     type: int
@@ -93,6 +99,7 @@ def main():
             argv=dict(type='list', elements='str', required=True),
             sources=dict(type='dict', default={}),
             version=dict(type='str', default=''),
+            environment=dict(type='dict', default={}, no_log=True),
             command_timeout=dict(type='int', default=300),
         ),
         supports_check_mode=True,
@@ -102,7 +109,8 @@ def main():
     if not (os.path.isfile(params['python']) and os.access(params['python'], os.X_OK)):
         result['why'] = '%s is not there: the release that would serve is not built yet' % params['python']
         module.exit_json(skipped=True, msg=result['why'], **result)
-    run_command = module_runner(module, params['command_timeout'])
+    environment = dict((str(key), str(value)) for key, value in params['environment'].items())
+    run_command = module_runner(module, params['command_timeout'], environ_update=environment)
     try:
         rc, out, err = run_command(arg_check.command(params['python'], params['argv']))
     except CommandTimeout as exc:

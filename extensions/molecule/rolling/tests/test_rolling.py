@@ -11,9 +11,12 @@
 6. The fast path: a hand-edited file sends its node through the role that owns it and those after,
    which put it back; inferops_fast_path=false sends a converged node through every role (a no-op
    roll restarts nothing, even right after logrotate -f took the start lines out of the log); then a
-   no-op site.yml over the converged fleet runs no role task at all; a bad switch is refused.
+   no-op site.yml over the converged fleet runs no role task at all; a bad switch is refused; the
+   same inventory text with a vaulted key rotated and a referenced variable changed rolls the node,
+   which serves the new key and name, and an unchanged inventory takes the fast path again.
 7. A roll whose new port a foreign process holds fails in the preflight, and its rollback leaves the
-   old server running, never restarted (its PID and revision file unchanged), within seconds.
+   old server running, never restarted (its PID and revision file unchanged), within seconds; so does a
+   roll whose arguments the release's own SGLang parser refuses (a typo of --tp-size).
 Through all of it, at no sample time is more than one host (one batch) out of service.
 """
 
@@ -367,6 +370,68 @@ def test_a_bad_fast_path_switch_is_refused_before_any_change(switch):
     assert roll.stats[HOSTS[0]]["changed"] == 0 and roles_run(roll.report) == {}
 
 
+def vaulted(name, value, password_file):
+    """name: !vault ... as ansible-vault writes it, for a YAML inventory."""
+    out = subprocess.run(["ansible-vault", "encrypt_string", "--vault-password-file", password_file, "--name", name,
+                          value], capture_output=True, text=True, timeout=60, check=True)
+    return out.stdout.strip()
+
+
+def served_models(host, key):
+    """(HTTP status, body) of the host's /v1/models with key."""
+    out = docker(host, "curl -s -w ' %%{http_code}' --max-time 30 -H 'Authorization: Bearer %s' "
+                       "http://127.0.0.1:30000/v1/models" % key)
+    body, dummy, status = out.rpartition(" ")
+    return status, body
+
+
+@pytest.fixture(scope="module")
+def rotation(switch):
+    """Issue 41: the same inventory text, a vaulted key rotated and a referenced variable changed, then unchanged."""
+    host = UNTOUCHED
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        password = os.path.join(tmp, "vault-password")
+        with open(password, "w") as handle:
+            handle.write("molecule-vault-password\n")
+        for key, model in (("sk-rotate-one", "standin-model"), ("sk-rotate-two", "standin-model-two"),
+                           ("sk-rotate-two", "standin-model-two")):
+            inventory = os.path.join(tmp, "vaulted.yml")
+            with open(inventory, "w") as handle:
+                handle.write("all:\n  hosts:\n    %s:\n" % host)
+                handle.write("".join("      %s\n" % line for line in vaulted("vault_standin_key", key, password).splitlines()))
+                handle.write("      standin_model: %s\n" % model)
+                handle.write("      sglang_server_api_key: '{{ vault_standin_key }}'\n")
+                handle.write("      sglang_server_served_model_name: '{{ standin_model }}'\n")
+                handle.write("      sglang_server_args: %s\n" % json.dumps(NEW_ARGS["sglang_server_args"]))
+            pid = main_pid(host)
+            roll = Roll("site.yml", "-e", "ml_env_profile=ci-c", "-l", host, "-i", inventory,
+                        "--vault-password-file", password)
+            runs.append((roll, pid, main_pid(host), served_models(host, "sk-rotate-one"),
+                         served_models(host, "sk-rotate-two")))
+    return runs
+
+
+def test_a_rotated_vault_value_or_a_changed_reference_rolls_the_node_and_an_unchanged_inventory_skips_it(rotation):
+    (first, dummy, dummy, one, dummy), (second, before, after, old, new), (third, pid, still, dummy, again) = rotation
+    assert first.rc == 0 and one[0] == "200", first.tail
+    # The inventory's text is the same as the first run's: only the vaulted key and the referenced name differ.
+    assert second.rc == 0, second.tail
+    checked = check_results(second.report)[UNTOUCHED]
+    assert not checked["converged"] and "sglang_server: its input changed" in checked["drift"], checked
+    assert checked["pending"] == ["gpu_health", "sglang_server"], checked
+    assert node_roles(roles_run(second.report), UNTOUCHED) == ["gpu_health", "sglang_server"]
+    # The server restarted and serves the new values: the old key is refused, the new one names the new model.
+    assert after != before and old[0] == "401" and new[0] == "200" and "standin-model-two" in new[1], (old, new)
+    second.assert_one_batch_at_most()
+    # The same inventory again: the fast path, no role, the same server.
+    assert third.rc == 0 and check_results(third.report)[UNTOUCHED]["converged"], third.tail
+    assert roles_run(third.report) == {} and still == pid and again[0] == "200"
+    # No key in clear anywhere in what the runs printed.
+    for roll in (first, second, third):
+        assert "sk-rotate" not in json.dumps(roll.report) + roll.tail
+
+
 def task_result(report, name, host):
     """(result, seconds) of the named task on host."""
     for play in report.get("plays", []):
@@ -411,3 +476,24 @@ def test_a_roll_refused_by_the_preflight_leaves_the_old_server_running_untouched
                                                  "the health gate, unless it still runs", host)
     assert restored is not None and restored.get("changed") is False and restored.get("ready") is True, restored
     assert seconds is not None and seconds <= 20, seconds
+
+
+@pytest.fixture(scope="module")
+def typo_roll(taken_port_roll):
+    host = HOSTS[0]
+    before = (main_pid(host), docker(host, "cat /var/log/sglang/revision"))
+    roll = Roll("playbooks/rolling.yml", "-e", "ml_env_profile=ci-c", "-l", host,
+                host_vars={host: {"sglang_server_args": ["--tp-sizee", "1", "--cuda-graph-max-bs", "128"]}})
+    return roll, before
+
+
+def test_arguments_the_release_sglang_refuses_never_stop_the_serving_node(typo_roll):
+    """Issue 41: SGLang's own parser judges the command line before anything is written or stopped."""
+    roll, (pid, revision) = typo_roll
+    host = HOSTS[0]
+    assert roll.rc != 0, roll.tail
+    assert ('sglang_server_args[0] = \"--tp-sizee\" is not allowed' in roll.messages
+            or 'sglang_server_args[0] = "--tp-sizee" is not allowed' in roll.messages), roll.messages
+    assert "unrecognized arguments: --tp-sizee 1" in roll.messages, roll.messages
+    assert main_pid(host) == pid and health(host) == "200" and docker(host, "cat /var/log/sglang/revision") == revision
+    roll.assert_one_batch_at_most()

@@ -43,7 +43,7 @@ def release(tmp_path_factory):
 def test_a_typo_is_refused_naming_the_variable_and_the_word(release):
     args = ['--tp', '8', '--pp', '2']
     failed, result = run({'python': release, 'argv': ['--model-path', '/m'] + args,
-                                          'sources': {'sglang_server_args': args}, 'version': '0.5.9'})
+                          'sources': {'sglang_server_args': args}, 'version': '0.5.9'})
     assert failed and result['parser'] is True and result['version'] == '0.5.9'
     assert result['msg'].startswith('sglang_server_args[2] = "--pp" is not allowed: an argument the release\'s '
                                     'sglang 0.5.9 takes (its parser says: ambiguous option: --pp could match')
@@ -70,3 +70,14 @@ def test_a_hung_interpreter_is_killed_at_the_limit_and_named(tmp_path):
     hung.chmod(0o755)
     failed, result = run({'python': str(hung), 'argv': ['--tp', '8'], 'command_timeout': 1})
     assert failed and '1 s' in result['msg'] and 'command_timeout' in result['msg'], result['msg']
+
+
+def test_the_probe_runs_with_the_servers_environment(release):
+    """The stand-in plays the release its environment names, as the unit's environment makes it: the parser and the
+    version are that release's."""
+    argv = ['--model-path', '/m', '--cuda-graph-max-bs-decode', '64']
+    failed, result = run({'python': release, 'argv': argv, 'version': '0.5.23',
+                          'environment': {'SGLANG_STANDIN_VERSION': '0.5.23'}})
+    assert not failed and result['version'] == '0.5.23', result
+    failed, result = run({'python': release, 'argv': argv, 'version': '0.5.9'})
+    assert failed and 'unrecognized arguments: --cuda-graph-max-bs-decode 64' in result['msg']
