@@ -17,7 +17,9 @@ from ansible_collections.inferops.gpu.plugins.module_utils._common.input_checks 
     os_family_check,
     CONTROL, DOT_SEGMENT, MISSING, check, is_absolute_path, is_int, is_list, is_mapping, is_port, is_secret, problem, shown,
 )
-from ansible_collections.inferops.gpu.plugins.module_utils.sglang.versions import parse as parse_version, removed_arg_problems
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.versions import (
+    SUPPORTED, is_supported, parse as parse_version, removed_arg_problems,
+)
 
 # Patterns end at \Z: `$` also matches before a trailing newline.
 # Paths go into unit settings that split on whitespace (ReadWritePaths=), hence a narrow set.
@@ -308,7 +310,9 @@ def check_args(values, probes):
                     # A value after = may be a secret: never shown.
                     found.append(problem(where, option + ('=...' if '=' in arg else ''),
                                          'any other SGLang option: %s' % owned[0]))
-                for why in removed_arg_problems([option], values['sglang_server_sglang_version']):
+                # Against a release the collection knows; another one is check_sglang_version's to name.
+                version = values['sglang_server_sglang_version']
+                for why in (removed_arg_problems([option], version) if is_supported(version) else []):
                     found.append(problem(where, option, 'an option sglang %s takes: %s'
                                          % (values['sglang_server_sglang_version'], why)))
     return found
@@ -318,6 +322,12 @@ def check_sglang_version(values, probes):
     version = values['sglang_server_sglang_version']
     if not isinstance(version, str) or parse_version(version) is None:
         return [problem('sglang_server_sglang_version', version, 'an SGLang version such as 0.5.9 or 0.5.23')]
+    # Its texts, arguments and endpoints are checked in the wheels of these only (make contract): another one is
+    # refused here, not rendered with the arguments of a release near it (issue 41: 0.5.21 passed unnoticed).
+    if not is_supported(version):
+        return [problem('sglang_server_sglang_version', version, 'a release the collection supports: %s (a local '
+                        'label or a .postN may follow, e.g. 0.5.9+cu130); it is the sglang the ml-env profile pins'
+                        % ', '.join(SUPPORTED))]
     return []
 
 

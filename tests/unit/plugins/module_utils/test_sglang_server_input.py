@@ -76,12 +76,16 @@ def test_an_option_the_release_no_longer_takes_is_refused_naming_its_replacement
                      '--cuda-graph-max-bs-decode (and --cuda-graph-max-bs-prefill)']
     assert problems(sglang_server_sglang_version='0.5.23', sglang_server_args=['--cuda-graph-max-bs-decode', '128']) == []
     assert problems(sglang_server_sglang_version='0.5.23.post1', sglang_server_extra_args=['--cuda-graph-max-bs=64'])
-    assert problems(sglang_server_sglang_version='0.5.16') == []
+    # A release the collection does not support is refused by itself, with no advice about another's options.
+    assert problems(sglang_server_sglang_version='0.5.16') == [
+        'sglang_server_sglang_version = "0.5.16" is not allowed: a release the collection supports: 0.5.9, 0.5.23 '
+        '(a local label or a .postN may follow, e.g. 0.5.9+cu130); it is the sglang the ml-env profile pins']
+    assert len(problems(sglang_server_sglang_version='0.6', sglang_server_args=['--cuda-graph-max-bs', '128'])) == 1
 
 
 def test_the_default_args_are_the_releases_own():
     from ansible_collections.inferops.gpu.plugins.module_utils.sglang.versions import default_args
-    for version in ('0.5.9', '0.5.23', '0.5.23.post1', '0.6.0', '0.5.10'):
+    for version in ('0.5.9', '0.5.23', '0.5.23.post1', '0.5.9+cu130'):
         assert problems(sglang_server_sglang_version=version, sglang_server_args=default_args(version)) == [], version
     assert '--cuda-graph-max-bs-decode' in default_args('0.5.23') and '--cuda-graph-max-bs' in default_args('0.5.9')
 
