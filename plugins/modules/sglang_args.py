@@ -36,6 +36,14 @@ options:
     description: The sglang version the role renders the arguments for; empty compares none.
     type: str
     default: ''
+  other_version:
+    description:
+      - What a release that holds another sglang than O(version) gets. V(refuse) fails (before a start, the release
+        is the one that would serve). V(skip) judges nothing and says why (the check play, where the run may build
+        another release than the one there now).
+    type: str
+    choices: [refuse, skip]
+    default: refuse
   environment:
     description:
       - Variables the probe runs with, as the server would (the role passes C(sglang_server_extra_environment)), since
@@ -99,6 +107,7 @@ def main():
             argv=dict(type='list', elements='str', required=True),
             sources=dict(type='dict', default={}),
             version=dict(type='str', default=''),
+            other_version=dict(type='str', choices=['refuse', 'skip'], default='refuse'),
             environment=dict(type='dict', default={}, no_log=True),
             command_timeout=dict(type='int', default=300),
         ),
@@ -117,6 +126,10 @@ def main():
         module.fail_json(msg=str(exc), **result)
     found = arg_check.answer(rc, out, err)
     result.update((key, found.get(key) or result[key]) for key in ('version', 'parser', 'error', 'why'))
+    if params['other_version'] == 'skip' and arg_check.other_release(found, params['version']):
+        result['why'] = ('the release holds sglang %s, the run serves %s: its arguments are judged before the start, '
+                         'in the release that will serve them' % (result['version'], params['version']))
+        module.exit_json(skipped=True, msg=result['why'], **result)
     problems = arg_check.judge(found, params['sources'], params['version'])
     if problems:
         module.fail_json(msg='; '.join(problems), problems=problems, **result)

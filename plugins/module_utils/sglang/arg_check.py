@@ -73,6 +73,12 @@ def _release_version(version):
     return str(version or '').split('+', maxsplit=1)[0]
 
 
+def other_release(found, expected_version):
+    """Whether the release holds another sglang than `expected_version` (neither empty)."""
+    wanted, have = _release_version(expected_version), _release_version(found.get('version'))
+    return bool(wanted and have and wanted != have)
+
+
 def judge(found, sources, expected_version=''):
     """Problems, one line each: the word of `sources` ({variable: [words]}) the parser refused, the parser's own
     words and the release. `expected_version`: the sglang the role renders the arguments for; a release holding
@@ -99,9 +105,8 @@ def judge(found, sources, expected_version=''):
         else:
             problems.append('the server\'s arguments (%s) are not allowed: the release\'s %s parser says: %s'
                             % (', '.join(sorted(sources)), release, error))
-    wanted = _release_version(expected_version)
-    have = _release_version(found.get('version'))
-    if wanted and have and wanted != have:
+    if other_release(found, expected_version):
+        have = _release_version(found.get('version'))
         problems.append('sglang_server_sglang_version = %s is not allowed: the version the release holds (%s): '
                         'the arguments are rendered and checked for it' % (json.dumps(str(expected_version)), have))
     return problems

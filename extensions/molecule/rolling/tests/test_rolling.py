@@ -479,21 +479,29 @@ def test_a_roll_refused_by_the_preflight_leaves_the_old_server_running_untouched
 
 
 @pytest.fixture(scope="module")
-def typo_roll(taken_port_roll):
+def typo_rolls(taken_port_roll):
+    """The same typo twice: as a roll runs it (its check play judges it in the release there, which is the one that
+    would serve), and past the check play (rolling_validated, as site.yml hands its roll), where the start judges it
+    before anything is written or stopped."""
     host = HOSTS[0]
     before = (main_pid(host), docker(host, "cat /var/log/sglang/revision"))
-    roll = Roll("playbooks/rolling.yml", "-e", "ml_env_profile=ci-c", "-l", host,
-                host_vars={host: {"sglang_server_args": ["--tp-sizee", "1", "--cuda-graph-max-bs", "128"]}})
-    return roll, before
+    typo = {host: {"sglang_server_args": ["--tp-sizee", "1", "--cuda-graph-max-bs", "128"]}}
+    checked = Roll("playbooks/rolling.yml", "-e", "ml_env_profile=ci-c", "-l", host, host_vars=typo)
+    started = Roll("playbooks/rolling.yml", "-e", "ml_env_profile=ci-c", "-e", "rolling_validated=true", "-l", host,
+                   host_vars=typo)
+    return checked, started, before
 
 
-def test_arguments_the_release_sglang_refuses_never_stop_the_serving_node(typo_roll):
-    """Issue 41: SGLang's own parser judges the command line before anything is written or stopped."""
-    roll, (pid, revision) = typo_roll
+def test_arguments_the_release_sglang_refuses_never_stop_the_serving_node(typo_rolls):
+    """Issue 41: SGLang's own parser judges the command line before any host changes, and again before the start."""
+    checked, started, (pid, revision) = typo_rolls
     host = HOSTS[0]
-    assert roll.rc != 0, roll.tail
-    assert ('sglang_server_args[0] = \"--tp-sizee\" is not allowed' in roll.messages
-            or 'sglang_server_args[0] = "--tp-sizee" is not allowed' in roll.messages), roll.messages
-    assert "unrecognized arguments: --tp-sizee 1" in roll.messages, roll.messages
+    refused = 'sglang_server_args[0] = "--tp-sizee" is not allowed: an argument the release\'s sglang 0.5.9 takes'
+    for roll in (checked, started):
+        assert roll.rc != 0, roll.tail
+        assert refused in roll.messages and "unrecognized arguments: --tp-sizee 1" in roll.messages, roll.messages
+        roll.assert_one_batch_at_most()
+    # The check play refused it: no role ran. Past it, the start refused it and the rollback left the server alone.
+    assert roles_run(checked.report) == {}, roles_run(checked.report)
+    assert "%s failed and was rolled back" % host in started.messages, started.messages
     assert main_pid(host) == pid and health(host) == "200" and docker(host, "cat /var/log/sglang/revision") == revision
-    roll.assert_one_batch_at_most()

@@ -81,3 +81,14 @@ def test_the_probe_runs_with_the_servers_environment(release):
     assert not failed and result['version'] == '0.5.23', result
     failed, result = run({'python': release, 'argv': argv, 'version': '0.5.9'})
     assert failed and 'unrecognized arguments: --cuda-graph-max-bs-decode 64' in result['msg']
+
+
+def test_the_check_play_skips_a_release_of_another_sglang(release):
+    """Before a profile change that brings another sglang, the release there now would judge another release's
+    options: the check play skips it (other_version: skip) and the start judges them in the new release."""
+    argv = ['--model-path', '/m', '--cuda-graph-max-bs-decode', '64']
+    failed, result = run({'python': release, 'argv': argv, 'version': '0.5.23', 'other_version': 'skip'})
+    assert not failed and result['skipped'] and 'the release holds sglang 0.5.9, the run serves 0.5.23' in result['why']
+    # The same release and sglang: judged.
+    failed, result = run({'python': release, 'argv': argv, 'version': '0.5.9', 'other_version': 'skip'})
+    assert failed and 'unrecognized arguments: --cuda-graph-max-bs-decode 64' in result['msg']
