@@ -46,8 +46,9 @@ options:
     default: refuse
   environment:
     description:
-      - Variables the probe runs with, as the server would (the role passes C(sglang_server_extra_environment)), since
-        the parser may read the environment.
+      - Variables the probe runs with, as the server would, since the parser may read the environment. The role
+        passes C(sglang_server_extra_environment) without the variables named as secrets. Not secret itself (a
+        no_log option would mask each of its values, a V(1) too, wherever it appears in the output).
     type: dict
     default: {}
   command_timeout:
@@ -108,7 +109,7 @@ def main():
             sources=dict(type='dict', default={}),
             version=dict(type='str', default=''),
             other_version=dict(type='str', choices=['refuse', 'skip'], default='refuse'),
-            environment=dict(type='dict', default={}, no_log=True),
+            environment=dict(type='dict', default={}),
             command_timeout=dict(type='int', default=300),
         ),
         supports_check_mode=True,

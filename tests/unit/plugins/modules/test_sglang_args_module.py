@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from ansible_collections.inferops.gpu.plugins.modules import sglang_args
-from module_harness import invoke, patch_exits
+from module_harness import assert_options_match_spec, invoke, patch_exits, record_argument_spec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 STANDIN = os.path.join(ROOT, 'tests', 'fixtures', 'sglang_standin')
@@ -92,3 +92,14 @@ def test_the_check_play_skips_a_release_of_another_sglang(release):
     # The same release and sglang: judged.
     failed, result = run({'python': release, 'argv': argv, 'version': '0.5.9', 'other_version': 'skip'})
     assert failed and 'unrecognized arguments: --cuda-graph-max-bs-decode 64' in result['msg']
+
+
+def test_the_environment_is_no_secret_so_no_value_of_it_is_masked_in_the_message(monkeypatch, release):
+    """A no_log option masks each of its values wherever it appears: with {...: "1"} the parser's message read
+    `--tp-sizee ********` (issue 41's rolling scenario). The role leaves the secrets out instead."""
+    seen = record_argument_spec(monkeypatch, sglang_args)
+    failed, result = run({'python': release, 'argv': ['--model-path', '/m', '--tp-sizee', '1'],
+                          'environment': {'SGLANG_STANDIN_DRAIN_POLL_SECONDS': '1'}})
+    assert failed and 'unrecognized arguments: --tp-sizee 1' in result['msg'], result['msg']
+    assert not seen['argument_spec']['environment'].get('no_log')
+    assert_options_match_spec(sglang_args, seen)
