@@ -93,12 +93,6 @@ def _keyed(key, value):
     return hmac.new(key, json.dumps(value, sort_keys=True, default=str).encode('utf-8'), hashlib.sha256).hexdigest()
 
 
-def input_variables(task_vars):
-    """The variables of the input, by name, as written (templates unrendered)."""
-    return dict((name, value) for name, value in task_vars.items()
-                if name.startswith(PREFIXES) and name not in STEERING)
-
-
 def input_names(task_vars, defaults, role_vars):
     """Every variable of the input: the roles' own (defaults and vars) and those the host sets."""
     return sorted(name for name in set(defaults) | set(role_vars) | set(task_vars)

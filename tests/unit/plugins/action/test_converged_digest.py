@@ -17,7 +17,7 @@ from trust import trusted  # tests/unit/trust.py
 
 from ansible_collections.inferops.gpu.plugins.action import converged as action
 from ansible_collections.inferops.gpu.plugins.action.converged import (
-    NODE_ROLES, ROOT, code_digest, fast_path_key, input_digest, input_variables, lock_files, role_digests,
+    NODE_ROLES, ROOT, code_digest, fast_path_key, input_digest, input_names, lock_files, role_digests,
 )
 
 KEY = b'k' * 64
@@ -45,8 +45,8 @@ def digest(task_vars, code='code', key=KEY):
 
 
 def test_only_the_role_and_collection_variables_count_and_not_those_that_steer_a_run():
-    assert sorted(input_variables(VARS)) == ['inferops_proxy', 'ml_env_profile', 'sglang_server_api_key',
-                                             'sglang_server_port']
+    assert input_names(VARS, {}, {}) == ['inferops_proxy', 'ml_env_profile', 'sglang_server_api_key',
+                                         'sglang_server_port']
     same = dict(VARS, rolling_serial=4, inferops_fast_path=False, inventory_hostname='h2', ansible_host='10.0.0.9',
                 inferops_fast_path_key_file='/elsewhere')
     assert digest(same) == digest(VARS)
