@@ -353,10 +353,11 @@ def _read_values(values):
 
 def check_gpu_count(values, probes):
     """tp x pp against the GPUs the host has (probe `gpus`: gpu_info's result, read by the check play's
-    validate_gpus entry point only). A host where gpu_info finds no GPU at all is the preflight's to name,
-    with the driver; bad --tp/--pp values are check_read_values'."""
+    validate_gpus entry point only, which does not run when gpu_count is in sglang_server_preflight_ignore).
+    A host where gpu_info finds no GPU at all is refused here too, with the preflight's fix (issue 41: the
+    preflight named it 158 tasks into a roll); bad --tp/--pp values are check_read_values'."""
     gpus = probes.get('gpus')
-    if not is_mapping(gpus) or gpus.get('skipped') or not is_int(gpus.get('count'), 1):
+    if not is_mapping(gpus) or gpus.get('skipped') or not is_int(gpus.get('count'), 0):
         return []
     read, dummy = _read_values(values)
     if read is None:
@@ -370,9 +371,15 @@ def check_gpu_count(values, probes):
     tp, pp, nnodes, count = int(sizes['tp']), int(sizes['pp']), int(sizes['nnodes']), int(gpus['count'])
     if tp * pp // nnodes <= count:
         return []
-    where = (read['tp'] if 'tp' in read else read['pp'])[1].split('[', 1)[0]
     host = values.get('inventory_hostname') or 'the host'
     over = ' / %d nodes' % nnodes if nnodes > 1 else ''
+    if count == 0:
+        why = gpus.get('reason') or 'no GPU found (backend %s)' % (gpus.get('backend') or 'none')
+        return [problem('sglang_server_preflight_ignore', values['sglang_server_preflight_ignore'],
+                        'a host with GPUs for --tp %d x --pp %d%s = %d GPUs: %s has none (gpu_info: %s); install or '
+                        'repair the NVIDIA driver, or list gpu_count and gpu_clean in sglang_server_preflight_ignore on '
+                        'a host without GPUs' % (tp, pp, over, tp * pp // nnodes, host, why))]
+    where = (read['tp'] if 'tp' in read else read['pp'])[1].split('[', 1)[0]
     return [problem(where, values[where], 'a tensor x pipeline parallel size the host has GPUs for: --tp %d x --pp %d%s = %d '
                     'GPUs, %s has %d (gpu_info); lower --tp/--pp, or list gpu_count in sglang_server_preflight_ignore '
                     'where the GPUs are not visible yet' % (tp, pp, over, tp * pp // nnodes, host, count))]

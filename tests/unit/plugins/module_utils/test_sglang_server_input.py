@@ -46,9 +46,14 @@ def test_tp_times_pp_is_checked_against_the_gpus_gpu_info_found():
     assert found == ['sglang_server_args = ["--tp", "8", "--pp", "2"] is not allowed: a tensor x pipeline parallel size the '
                      'host has GPUs for: --tp 8 x --pp 2 = 16 GPUs, node-1 has 8 (gpu_info); lower --tp/--pp, or list '
                      'gpu_count in sglang_server_preflight_ignore where the GPUs are not visible yet']
-    # No probe (validate.yml), a skipped one (state stopped, gpu_count ignored), no GPU found, or bad sizes: no verdict.
-    for probes in ({}, {'gpus': {'skipped': True}}, {'gpus': {'count': 0, 'backend': 'none'}}):
+    # No probe (validate.yml), a skipped one (state stopped, gpu_count ignored), or bad sizes: no verdict.
+    for probes in ({}, {'gpus': {'skipped': True}}):
         assert problems(probes, sglang_server_args=['--tp', '16']) == []
+    # No GPU found: refused with the preflight's fix (issue 41: the preflight named it deep in a roll).
+    assert problems({'gpus': {'count': 0, 'backend': 'none'}}, sglang_server_args=['--tp', '16']) == [
+        'sglang_server_preflight_ignore = [] is not allowed: a host with GPUs for --tp 16 x --pp 1 = 16 GPUs: node-1 '
+        'has none (gpu_info: no GPU found (backend none)); install or repair the NVIDIA driver, or list gpu_count and '
+        'gpu_clean in sglang_server_preflight_ignore on a host without GPUs']
     assert len(problems(eight, sglang_server_args=['--tp', 'x'])) == 1  # check_read_values names it
 
 
