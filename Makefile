@@ -20,12 +20,13 @@ unexport PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX := $(ROOT)/.build/pycache
 
 .PHONY: demo check test lint sanity unit package molecule molecule-all bench bench-noop bench-serving bench-converge bench-rolling bench-mlenv tools engine clean distclean help
-.PHONY: tools-floor lint-floor sanity-floor unit-floor molecule-floor lock lock-check contract triton gpu-wheels
+.PHONY: tools-floor lint-floor sanity-floor unit-floor molecule-floor lock lock-check contract triton gpu-wheels parser-proof
 
 help:
 	@echo "make demo | check | test | lint | sanity | unit | package | molecule SCENARIO=<$(SCENARIOS)> | bench | clean | distclean"
 	@echo "make contract: what the collection relies on in SGLang, checked in the real wheels of every supported release"
 	@echo "make triton: runtime_env's Triton proof against real Triton 3.6 and CUDA 13 ptxas (no GPU)"
+	@echo "make parser-proof: the argument check against the real sglang releases' parsers (torch; not in make test)"
 	@echo "make gpu-wheels: the wheels the GPU scripts carry (.whl/, .gpuwheels/; docs/validation.md), from tools/gpu-wheels.lock"
 	@echo "on the oldest supported ansible-core: make lint-floor | sanity-floor | unit-floor | molecule-floor FLOOR_SCENARIO=<name>"
 
@@ -136,6 +137,12 @@ contract: tools
 # and sm_120 with the spec as the role renders it, and without TRITON_PTXAS_BLACKWELL_PATH.
 triton: tools
 	tools/triton-proof.sh
+
+# The argument check against the real sglang of every supported release (tests/sglang_parser/), in
+# .build/venv-sglang-VERSION from tools/requirements-sglang-VERSION.txt (torch included, about 4 GB each):
+# the stand-in's parser has the real options, and both judge the same words alike. Not part of `make test`.
+parser-proof: tools
+	tools/sglang-parser-proof.sh
 
 # Real resolutions against PyPI: the CI profile's committed lock is what its pins resolve to today,
 # and the PyPI equivalent of the field-notes stack keeps its five pins under the role's resolver.

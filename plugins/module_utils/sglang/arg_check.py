@@ -50,6 +50,7 @@ else:
         answer["error"] = str(exc)
 print("%s%s" % (MARKER, json.dumps(answer)))
 '''.replace('MARKER', repr(MARKER))
+UNRECOGNIZED = 'unrecognized arguments: '
 OPTION = re.compile(r'(?<![\w-])(--?[A-Za-z][\w-]*)')
 
 
@@ -98,6 +99,12 @@ def judge(found, sources, expected_version=''):
                     given = str(word).split('=', 1)[0]
                     if given.startswith('--') and len(given) > 2 and option.startswith(given):
                         culprit = culprit or (variable, index, str(word))
+        # A stray value (`--enable-metrics yes`: the flag takes none) is named as argparse gives it.
+        stray = error.split(UNRECOGNIZED, 1)[1].split() if error.startswith(UNRECOGNIZED) else []
+        for variable, words in sorted(sources.items()):
+            for index, word in enumerate(words or []):
+                if stray and str(word) == stray[0]:
+                    culprit = culprit or (variable, index, str(word))
         if culprit:
             variable, index, word = culprit
             problems.append('%s[%d] = %s is not allowed: an argument the release\'s %s takes (its parser says: %s)'

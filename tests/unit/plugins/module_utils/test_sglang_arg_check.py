@@ -35,6 +35,10 @@ def probe(args, version='0.5.9', importable=True):
     (['--tp-sizee', '8'], '"--tp-sizee"', 'unrecognized arguments: --tp-sizee 8'),
     (['--cuda-graph-max-bs-decode', '64'], '"--cuda-graph-max-bs-decode"', 'unrecognized arguments'),
     (['--tp', 'eight'], '"--tp"', "invalid int value: 'eight'"),
+    # As the real parser has it (its whole option set is the stand-in's: make parser-proof).
+    (['--enable-torch-compil'], '"--enable-torch-compil"', 'could match --enable-torch-compile, '),
+    # A value after a flag that takes none: argparse names the word, not an option.
+    (['--enable-metrics', 'yes'], '"yes"', 'unrecognized arguments: yes'),
 ])
 def test_the_parser_refuses_the_word_and_the_message_names_the_variable(args, refused, said):
     found = probe(args)
@@ -55,7 +59,7 @@ def test_what_the_release_takes_passes_and_the_release_decides():
 
 def test_the_extra_args_are_named_as_theirs():
     # An abbreviation SGLang's parser takes (allow_abbrev) passes: the parser, not a list of ours, decides.
-    assert probe(['--enable-torch-compil'])['error'] == ''
+    assert probe(['--mem-fraction-stat', '0.8'])['error'] == ''
     found = probe(['--tp', '1', '--enable-torch-compilation'])
     problems = arg_check.judge(found, {'sglang_server_args': ['--tp', '1'],
                                        'sglang_server_extra_args': ['--enable-torch-compilation']})
