@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import signal
 import time
 
 from ansible_collections.inferops.gpu.plugins.module_utils._common import procfs
+from ansible_collections.inferops.gpu.plugins.module_utils._common.environment_file import parse_environment_file
 # Re-exported: the server's modules and tests name them through this module.
 from ansible_collections.inferops.gpu.plugins.module_utils._common.spawn import LaunchError, describe_exit, spawn  # noqa: F401
 
@@ -43,25 +43,6 @@ def _wait_gone(pids, alive, timeout, clock, sleep):
         sleep(0.1)
         remaining = [p for p in remaining if alive(p)]
     return remaining
-
-
-_ESCAPED = re.compile(r'\\(.)')
-
-
-def parse_environment_file(text):
-    """NAME=value lines as systemd's EnvironmentFile= reads them: # comments, optional double quotes
-    with backslash escapes, no variable expansion."""
-    env = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith(('#', ';')) or '=' not in line:
-            continue
-        name, value = line.split('=', 1)
-        name, value = name.strip(), value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in '"\'':
-            value = _ESCAPED.sub(r'\1', value[1:-1]) if value[0] == '"' else value[1:-1]
-        env[name] = value
-    return env
 
 
 class ProcessManager:
