@@ -56,9 +56,12 @@ def where():
     if frame is None:
         return ["?", 0]
     caller = frame.f_back
-    # A .pth line runs through exec() in site.addpackage: name the .pth file and its line.
+    # A .pth line runs through exec() in site.addpackage: name the .pth file and its line; other exec()'d code is
+    # named by the line that ran it.
     if frame.f_code.co_filename == "<string>" and caller is not None and caller.f_code.co_name == "addpackage":
         return [str(caller.f_locals.get("fullname", "?")), int(caller.f_locals.get("n", -1)) + 1]
+    if frame.f_code.co_filename == "<string>" and caller is not None:
+        return [caller.f_code.co_filename, caller.f_lineno]
     return [frame.f_code.co_filename, frame.f_lineno]
 
 

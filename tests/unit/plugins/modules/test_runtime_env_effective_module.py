@@ -146,3 +146,12 @@ def test_the_options_match_the_documentation(release, monkeypatch):
     seen = record_argument_spec(monkeypatch, runtime_env_effective)
     assert not check(release)[0]
     assert_options_match_spec(runtime_env_effective, seen)
+
+
+def test_exec_d_text_is_named_by_the_line_that_ran_it(release):
+    _python, site, _spec, _home = release
+    path = os.path.join(site, 'sitecustomize.py')
+    with open(path, 'w') as handle:
+        handle.write('import os\nexec(\'os.environ["CUDA_HOME"] = "/usr/local/cuda-12.8"\')\n')
+    failed, result = check(release)
+    assert failed and result['setters']['CUDA_HOME'] == '%s line 2' % path

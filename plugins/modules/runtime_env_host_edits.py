@@ -1,0 +1,204 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: inferops.gpu contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: runtime_env_host_edits
+short_description: Find the environment a host was given by hand, without running any of it
+version_added: 0.3.0
+description:
+  - Reads, never runs, every Python start-up file of O(pythons) (each C(.pth) of their site directories and of the
+    user sites of O(homes), C(sitecustomize.py) and C(usercustomize.py) in their standard library or site
+    directories), C(/etc/environment), the scripts of C(/etc/profile.d) and the files of C(/etc/ld.so.conf.d), and
+    lists every write to the environment with its file and line, and every C(ld.so.conf.d) entry that adds a
+    directory holding the CUDA runtime's or NCCL's libraries outside O(owned_roots) and the system's own directories.
+  - Fails (O(refuse)) on what would make the collection's result wrong, naming the file, the line and what to do; a
+    Python start-up file that assigns or removes a variable of O(managed_names) (it runs after the runtime_env
+    start-up hook in every interpreter of the host), and an C(ld.so.conf.d) entry from which the loader resolves a
+    library of O(sonames) outside O(owned_roots) (C(ldconfig -p)). The rest are warnings.
+  - Values are never read back or returned, only names and places.
+options:
+  pythons:
+    description: The interpreters whose start-up files are read (the release's, the system's); missing ones are skipped.
+    type: list
+    elements: path
+    default: [/usr/bin/python3]
+  homes:
+    description: Home directories whose Python user sites are read (root's, the service user's).
+    type: list
+    elements: path
+    default: [/root]
+  managed_names:
+    description: The variables the runtime environment's spec sets (C(PATH) is always one).
+    type: list
+    elements: str
+    default: []
+  managed_files:
+    description: The collection's own files, left out (its start-up hook is found by name in every site directory).
+    type: list
+    elements: path
+    default: []
+  owned_roots:
+    description: The directories the collection's libraries live under (the toolkit, the release).
+    type: list
+    elements: path
+    default: []
+  sonames:
+    description: The libraries that must resolve from O(owned_roots) when an entry of C(ld.so.conf.d) provides them.
+    type: list
+    elements: str
+    default: []
+  refuse:
+    description: Fail when a finding would make the collection's result wrong.
+    type: bool
+    default: true
+  command_timeout:
+    description: Seconds each command (an interpreter asked for its directories, C(ldconfig -p)) may take.
+    type: int
+    default: 60
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - inferops.gpu.attributes.read_only
+author:
+  - inferops.gpu maintainers (@inferops)
+"""
+
+EXAMPLES = r"""
+- name: Find what was set by hand
+  inferops.gpu.runtime_env_host_edits:
+    pythons: [/opt/ml-env/bin/python, /usr/bin/python3]
+    homes: [/root, /var/lib/sglang]
+    managed_names: [CUDA_HOME, TRITON_PTXAS_PATH, NCCL_PROTO]
+    owned_roots: [/usr/local/cuda-13.0, /opt/ml-env]
+    sonames: [libcudart.so.13, libnccl.so.2]
+"""
+
+RETURN = r"""
+findings:
+  description: Every write to the environment found, with its file, line, name, how (C(assigns), C(removes),
+    C(sets a default for)) and kind (C(python) or C(login)); and every foreign library directory (file, line, directory).
+  returned: always
+  type: list
+  elements: dict
+problems:
+  description: The findings that make the collection's result wrong, one line each with what to do.
+  returned: always
+  type: list
+  elements: str
+warnings:
+  description: The other findings, one line each.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import glob
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import CommandTimeout, module_runner
+from ansible_collections.inferops.gpu.plugins.module_utils.runtime_env import hand_edits
+
+HOOK_NAMES = ('inferops_runtime_env.pth', 'inferops_runtime_env.py')
+# Run as `python -I -S`: nothing of site.py runs (its venv() would process the .pth files). A venv's site directory
+# is named from its pyvenv.cfg; the system's and the user's count only where the venv includes them, as in site.py.
+WHERE = r"""
+import json, os, site, sys, sysconfig
+here = os.path.dirname(os.path.abspath(sys.executable))
+configs = [p for p in (os.path.join(here, "pyvenv.cfg"), os.path.join(os.path.dirname(here), "pyvenv.cfg")) if os.path.isfile(p)]
+sites, system = [], True
+if configs:
+    prefix = os.path.dirname(configs[0])
+    sites.append(sysconfig.get_paths(vars={"base": prefix, "platbase": prefix})["purelib"])
+    with open(configs[0]) as handle:
+        settings = dict((k.strip().lower(), v.strip().lower()) for k, _, v in (l.partition("=") for l in handle) if _)
+    system = settings.get("include-system-site-packages") == "true"
+print(json.dumps({"stdlib": sysconfig.get_paths()["stdlib"], "sites": sites + (site.getsitepackages() if system else []),
+                  "user": system, "version": "%d.%d" % sys.version_info[:2]}))
+"""
+
+
+def _read(path):
+    try:
+        with open(path, 'rb') as handle:
+            return handle.read().decode('utf-8', 'replace')
+    except (IOError, OSError):
+        return None
+
+
+def find(module, run):
+    params = module.params
+    managed_files = set(params['managed_files'])
+    findings, loader = [], []
+    seen = set()
+    for python in params['pythons']:
+        if not os.access(python, os.X_OK):
+            continue
+        # -I -S: the interpreter names its directories without running any start-up file.
+        rc, out, err = run([python, '-I', '-S', '-c', WHERE])
+        if rc != 0:
+            module.warn('%s did not name its directories (rc %s): %s' % (python, rc, (err or out).strip()[-300:]))
+            continue
+        where = json.loads(out)
+        user_sites = [os.path.join(home, '.local', 'lib', 'python%s' % where['version'], 'site-packages')
+                      for home in params['homes']] if where['user'] else []
+        for path in hand_edits.start_up_files(where['stdlib'], where['sites'], user_sites):
+            if path in seen or path in managed_files or os.path.basename(path) in HOOK_NAMES:
+                continue
+            seen.add(path)
+            text = _read(path)
+            if text is not None:
+                findings.extend(hand_edits.python_edits(path, text))
+    for path in ['/etc/environment'] + sorted(glob.glob('/etc/profile.d/*.sh')):
+        text = _read(path)
+        if text is not None and path not in managed_files:
+            findings.extend(hand_edits.shell_edits(path, text))
+    for path in sorted(glob.glob('/etc/ld.so.conf.d/*.conf')):
+        text = _read(path)
+        if text is not None and path not in managed_files:
+            loader.extend(hand_edits.loader_entries(path, text))
+    loader = hand_edits.cuda_entries(loader)
+    resolved = {}
+    ldconfig = module.get_bin_path('ldconfig', opt_dirs=['/sbin', '/usr/sbin'])
+    if loader and ldconfig:
+        rc, out, _err = run([ldconfig, '-p'])
+        resolved = hand_edits.parse_ldconfig_cache(out) if rc == 0 else {}
+    managed = set(params['managed_names']) | {'PATH'}
+    problems, warnings = hand_edits.judge(findings, managed, loader, resolved, params['owned_roots'], params['sonames'])
+    return dict(changed=False, findings=findings + loader, problems=problems, warnings=warnings)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            pythons=dict(type='list', elements='path', default=['/usr/bin/python3']),
+            homes=dict(type='list', elements='path', default=['/root']),
+            managed_names=dict(type='list', elements='str', default=[]),
+            managed_files=dict(type='list', elements='path', default=[]),
+            owned_roots=dict(type='list', elements='path', default=[]),
+            sonames=dict(type='list', elements='str', default=[]),
+            refuse=dict(type='bool', default=True),
+            command_timeout=dict(type='int', default=60),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        result = find(module, module_runner(module, module.params['command_timeout']))
+    except CommandTimeout as exc:
+        module.fail_json(msg=str(exc))
+    for warning in result['warnings']:
+        module.warn(warning)
+    if result['problems'] and module.params['refuse']:
+        module.fail_json(msg='set by hand on this host, against what the collection sets: %s'
+                         % '; '.join(result['problems']), **result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()
