@@ -129,6 +129,11 @@ problems:
   returned: always
   type: list
   elements: str
+cautions:
+  description: The variables the start-up hooks set beyond the spec, by name and place, one line each (also warned).
+  returned: always
+  type: list
+  elements: str
 """
 
 import os
@@ -167,7 +172,7 @@ def read_files(paths):
 
 def run(module, run_command):
     params = module.params
-    result = dict(changed=False, problems=[], warnings=[])
+    result = dict(changed=False, problems=[], cautions=[])
     if not os.access(params['python'], os.X_OK):
         module.fail_json(msg='python = %s is not an executable file' % params['python'], **result)
     try:
@@ -191,7 +196,7 @@ def run(module, run_command):
     setters = {name: effective.describe_setter(found, origin, name) for name in sorted(names)}
     problems, warnings = effective.judge(found, params['expected'], params['path_prepend'], origin, params['libraries'])
     result.update(environ=found['environ'], setters=setters, modules=found['modules'], libraries=found['libraries'],
-                  problems=problems, warnings=warnings)
+                  problems=problems, cautions=warnings)
     if problems:
         module.fail_json(msg='what %s sees after its start-up differs from the runtime environment\'s spec: %s'
                          % (params['python'], '; '.join(problems)), **result)
@@ -220,7 +225,7 @@ def main():
         supports_check_mode=True,
     )
     result = run(module, module_runner(module, module.params['command_timeout']))
-    for warning in result.get('warnings', []):
+    for warning in result.get('cautions', []):
         module.warn(warning)
     module.exit_json(**result)
 

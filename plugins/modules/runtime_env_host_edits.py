@@ -89,8 +89,8 @@ problems:
   returned: always
   type: list
   elements: str
-warnings:
-  description: The other findings, one line each.
+cautions:
+  description: The other findings, one line each (also warned).
   returned: always
   type: list
   elements: str
@@ -171,7 +171,7 @@ def find(module, run):
         resolved = hand_edits.parse_ldconfig_cache(out) if rc == 0 else {}
     managed = set(params['managed_names']) | {'PATH'}
     problems, warnings = hand_edits.judge(findings, managed, loader, resolved, params['owned_roots'], params['sonames'])
-    return dict(changed=False, findings=findings + loader, problems=problems, warnings=warnings)
+    return dict(changed=False, findings=findings + loader, problems=problems, cautions=warnings)
 
 
 def main():
@@ -192,7 +192,7 @@ def main():
         result = find(module, module_runner(module, module.params['command_timeout']))
     except CommandTimeout as exc:
         module.fail_json(msg=str(exc))
-    for warning in result['warnings']:
+    for warning in result['cautions']:
         module.warn(warning)
     if result['problems'] and module.params['refuse']:
         module.fail_json(msg='set by hand on this host, against what the collection sets: %s'

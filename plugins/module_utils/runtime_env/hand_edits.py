@@ -141,7 +141,7 @@ def _place(finding):
     return '%s line %s' % (finding['file'], finding['line'])
 
 
-def judge(findings, managed, loader, resolved, owned_roots, sonames):
+def judge(findings, managed, loader, resolved, owned_roots, sonames, realpath=os.path.realpath):
     """(problems, warnings), one line each. findings: python_edits and shell_edits; managed: the names the spec sets
     (PATH included); loader: loader_entries of the files the roles do not own; resolved: parse_ldconfig_cache;
     owned_roots: the directories the collection's libraries live under; sonames: the libraries that must come from
@@ -161,12 +161,14 @@ def judge(findings, managed, loader, resolved, owned_roots, sonames):
         elif name in managed:
             warnings.append('%s %s %s for login shells (no unit reads it; the spec\'s value is what the server gets)'
                             % (_place(finding), how, name))
-    roots = tuple(root.rstrip('/') + '/' for root in owned_roots if root)
+    # Compared as the loader finds them: /usr/local/cuda is often a link to the toolkit itself.
+    roots = tuple(realpath(root).rstrip('/') + '/' for root in owned_roots if root)
     for entry in loader:
-        directory = entry['directory'].rstrip('/') + '/'
+        directory = realpath(entry['directory']).rstrip('/') + '/'
         if roots and directory.startswith(roots):
             continue  # the collection's own (cuda_toolkit's file points into the toolkit)
-        taken = sorted(soname for soname in sonames if (resolved.get(soname) or '').startswith(directory))
+        taken = sorted(soname for soname in sonames
+                       if resolved.get(soname) and realpath(resolved[soname]).startswith(directory))
         if taken:
             problems.append('%s adds %s, from which the loader now resolves %s instead of the collection\'s: move '
                             'that file aside (keep a copy) and run ldconfig'

@@ -138,3 +138,19 @@ def test_only_loader_entries_holding_cuda_or_nccl_libraries_outside_the_systems_
                                      '/opt/other/lib', '/gone'])]
     assert [(e['directory'], e['libraries']) for e in hand_edits.cuda_entries(loader, listdir)] == [
         ('/opt/nccl-2.21/lib/', ['libnccl.so.2', 'libnccl.so.2.21.5']), ('/usr/local/cuda-12.8/lib64', ['libcudart.so.12'])]
+
+
+def test_a_link_to_the_collections_toolkit_is_the_toolkit(tmp_path):
+    # As on the GPU validation host: /etc/ld.so.conf.d/000_cuda.conf adds /usr/local/cuda/targets/x86_64-linux/lib,
+    # /usr/local/cuda being a link to the toolkit the collection uses.
+    toolkit = tmp_path / 'cuda-13.0'
+    (toolkit / 'targets' / 'x86_64-linux' / 'lib').mkdir(parents=True)
+    (tmp_path / 'cuda').symlink_to(toolkit)
+    entry = str(tmp_path / 'cuda' / 'targets' / 'x86_64-linux' / 'lib')
+    loader = hand_edits.loader_entries('/etc/ld.so.conf.d/000_cuda.conf', entry + '\n')
+    resolved = {'libcudart.so.13': entry + '/libcudart.so.13'}
+    assert hand_edits.judge([], MANAGED, loader, resolved, [str(toolkit)], ['libcudart.so.13']) == ([], [])
+    # Another toolkit behind the link is another toolkit.
+    problems, _warnings = hand_edits.judge([], MANAGED, loader, resolved, [str(tmp_path / 'cuda-12.8')],
+                                           ['libcudart.so.13'])
+    assert problems and 'from which the loader now resolves libcudart.so.13' in problems[0]

@@ -6,8 +6,11 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
+import subprocess
+import sys
 from unittest import mock
 
 import pytest
@@ -114,3 +117,18 @@ def assert_documented(value, doc, where):
         assert type(value).__name__ == doc['type'], where
         if 'choices' in doc:
             assert value in doc['choices'], where
+
+
+def make_venv(root):
+    """(python, site-packages) of a new venv at `root` (no pip: a release's interpreter, as the modules run it)."""
+    subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(root)], check=True, timeout=120)
+    return os.path.join(str(root), 'bin', 'python'), glob.glob(os.path.join(str(root), 'lib', 'python*', 'site-packages'))[0]
+
+
+def include_system_site(python):
+    """Turn on the venv's include-system-site-packages: site.py then reads the user site too."""
+    cfg = os.path.join(os.path.dirname(os.path.dirname(python)), 'pyvenv.cfg')
+    with open(cfg) as handle:
+        text = handle.read().replace('include-system-site-packages = false', 'include-system-site-packages = true')
+    with open(cfg, 'w') as handle:
+        handle.write(text)

@@ -7,17 +7,15 @@ usercustomize.py, the unit's own environment file) and a library resolved by the
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 import pytest
 
 from ansible_collections.inferops.gpu.plugins.modules import runtime_env_effective
-from module_harness import assert_options_match_spec, invoke, patch_exits, record_argument_spec
+from module_harness import assert_options_match_spec, include_system_site, invoke, make_venv, patch_exits, record_argument_spec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 HOOK_FILES = os.path.join(ROOT, 'roles', 'runtime_env', 'files')
@@ -32,16 +30,14 @@ def exits(monkeypatch):
 @pytest.fixture
 def release(tmp_path):
     """(python, site-packages, spec file, home): a venv whose hook applies SPEC."""
-    root = tmp_path / 'release'
-    subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(root)], check=True, timeout=120)
-    site = glob.glob(str(root / 'lib' / 'python*' / 'site-packages'))[0]
+    python, site = make_venv(tmp_path / 'release')
     for name in ('inferops_runtime_env.pth', 'inferops_runtime_env.py'):
         shutil.copy(os.path.join(HOOK_FILES, name), site)
     spec = tmp_path / 'runtime-env.json'
     spec.write_text(json.dumps(SPEC))
     home = tmp_path / 'home'
     home.mkdir()
-    return str(root / 'bin' / 'python'), site, str(spec), home
+    return python, site, str(spec), home
 
 
 def check(release, **more):
@@ -74,20 +70,16 @@ def test_a_hand_edited_sitecustomize_beats_the_hook_and_is_named_with_its_line(r
         '%s line 3; remove that assignment (the start-up hook then gives the spec\'s value)' % path]
     assert result['modules']['sitecustomize'] == path
     # A name beyond the spec is a warning by name and place; its value is never read back.
-    assert result['warnings'] == ['HF_TOKEN is set by %s line 4 while the interpreter starts, beyond the spec' % path]
+    assert result['cautions'] == ['HF_TOKEN is set by %s line 4 while the interpreter starts, beyond the spec' % path]
     assert 'hf_secret_value' not in json.dumps(result)
 
 
 def test_a_pth_line_a_usercustomize_and_a_path_edit_are_named_too(release):
-    _python, site, _spec, home = release
+    python, site, _spec, home = release
     with open(os.path.join(site, 'zz-hand.pth'), 'w') as handle:
         handle.write('# by hand\nimport os; os.environ["NCCL_PROTO"] = "LL"\n')
-    # site.py reads a user site only where the venv includes the system's (a release layered on the host's).
-    cfg = os.path.join(os.path.dirname(os.path.dirname(_python)), 'pyvenv.cfg')
-    with open(cfg) as handle:
-        text = handle.read().replace('include-system-site-packages = false', 'include-system-site-packages = true')
-    with open(cfg, 'w') as handle:
-        handle.write(text)
+    # site.py reads a user site only where the venv includes the system's site directories.
+    include_system_site(python)
     user_site = home / '.local' / 'lib' / ('python%d.%d' % sys.version_info[:2]) / 'site-packages'
     user_site.mkdir(parents=True)
     (user_site / 'usercustomize.py').write_text(
@@ -121,7 +113,7 @@ def test_a_library_is_held_to_the_directories_it_must_come_from(release):
     failed, result = check(release, libraries={'libc.so.6': [libc], 'libnotthere.so.1': []})
     assert not failed, result
     assert result['libraries']['libnotthere.so.1']['path'] is None
-    assert 'libnotthere.so.1' in result['libraries']['libnotthere.so.1']['error'] and result['warnings'] == []
+    assert 'libnotthere.so.1' in result['libraries']['libnotthere.so.1']['error'] and result['cautions'] == []
 
 
 def test_the_values_travel_on_stdin_and_never_on_a_command_line(release, monkeypatch):

@@ -6,15 +6,13 @@
 
 from __future__ import annotations
 
-import glob
 import os
-import subprocess
 import sys
 
 import pytest
 
 from ansible_collections.inferops.gpu.plugins.modules import runtime_env_host_edits
-from module_harness import assert_options_match_spec, invoke, patch_exits, record_argument_spec
+from module_harness import assert_options_match_spec, include_system_site, invoke, make_venv, patch_exits, record_argument_spec
 
 HAND = 'import os\nos.environ["CUDA_HOME"] = "/usr/local/cuda-12.8"\nos.environ.setdefault("NCCL_DEBUG", "WARN")\n'
 
@@ -26,9 +24,7 @@ def exits(monkeypatch):
 
 @pytest.fixture
 def venv(tmp_path):
-    root = tmp_path / 'venv'
-    subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(root)], check=True, timeout=120)
-    return str(root / 'bin' / 'python'), glob.glob(str(root / 'lib' / 'python*' / 'site-packages'))[0]
+    return make_venv(tmp_path / 'venv')
 
 
 def find(python, **more):
@@ -55,12 +51,8 @@ def test_the_hand_edits_are_found_and_an_assignment_of_the_specs_variable_refuse
         handle.write(HAND)
     with open(os.path.join(site, 'zz-hand.pth'), 'w') as handle:
         handle.write('/opt/extra\nimport os; os.environ["NCCL_PROTO"] = "LL"\n')
-    # A user site counts where the venv includes the system's site directories, as in site.py.
-    cfg = os.path.join(os.path.dirname(os.path.dirname(python)), 'pyvenv.cfg')
-    with open(cfg) as handle:
-        text = handle.read().replace('include-system-site-packages = false', 'include-system-site-packages = true')
-    with open(cfg, 'w') as handle:
-        handle.write(text)
+    # site.py reads a user site only where the venv includes the system's site directories.
+    include_system_site(python)
     home = tmp_path / 'home'
     user_site = home / '.local' / 'lib' / ('python%d.%d' % sys.version_info[:2]) / 'site-packages'
     user_site.mkdir(parents=True)
