@@ -14,6 +14,7 @@ Raw keys of one host (all optional):
   lock the inventory's profile names, 'none' without one, 'unreadable' when it cannot be read)
   runtime_env_json, nccl_profile (the inventory's setting), nccl_profiles (profile -> vars),
   nccl_topology_map (topology summary -> profile)
+  environment_seen ({differs, problems, error}: what the server's Python sees against the spec; node_info's seen_env)
   gpu (gpu_info's result, or {'failed': True, 'msg': ...})
   server_installed, server (sglang_server's state=healthy result), unit_text (the unit file)
   throughput_last_json, throughput_baseline_json
@@ -30,7 +31,7 @@ import shlex
 
 from ansible.errors import AnsibleFilterError
 
-COLUMNS = ['host', 'toolkit', 'stack', 'release', 'lock', 'env', 'gpus', 'topology', 'group', 'server', 'gateway', 'model',
+COLUMNS = ['host', 'toolkit', 'stack', 'release', 'lock', 'env', 'sees', 'gpus', 'topology', 'group', 'server', 'gateway', 'model',
            'tok/s']
 # Shown first in the stack column, in this order; the rest is counted.
 KEY_PACKAGES = ['sglang', 'torch', 'sgl-kernel', 'sglang-kernel', 'flashinfer-python']
@@ -155,6 +156,14 @@ def env_part(raw, topology=None):
     else:
         profile = 'custom'
     return {'profile': profile, 'expected': expected, 'nccl': nccl, 'cuda_home': env_vars.get('CUDA_HOME')}
+
+
+def seen_part(raw):
+    """{differs, error} of what the server's Python sees against the spec; None when it was not read."""
+    seen = raw.get('environment_seen')
+    if not isinstance(seen, dict):
+        return None
+    return {'differs': [str(item) for item in seen.get('differs') or []], 'error': _text(seen.get('error'))}
 
 
 def gpus_part(raw):
@@ -283,7 +292,7 @@ def host_row(host, raw):
     """One host's row; raw None means the host gave nothing (unreachable, or a read failed past its failed_when)."""
     if not isinstance(raw, dict):
         return {'host': host, 'reported': False, 'toolkit': None, 'stack': None, 'release': None, 'lock': None,
-                'lock_wanted': None, 'env': None,
+                'lock_wanted': None, 'env': None, 'sees': None,
                 'gpus': None, 'topology': None, 'group': None, 'server': None, 'gateway': None, 'model': None,
                 'throughput': None}
     gpus = gpus_part(raw)
@@ -297,6 +306,7 @@ def host_row(host, raw):
         'lock': lock_part(raw),
         'lock_wanted': _text(raw.get('lock_wanted')),
         'env': env_part(raw, gpus['topology'] if gpus else None),
+        'sees': seen_part(raw),
         'gpus': gpus,
         'topology': gpus['topology'] if gpus else None,
         'group': group_part(raw),
@@ -369,6 +379,10 @@ def row_cells(row):
     if env:
         cells['env'] = env['profile'] + (' (want %s)' % env['expected']
                                          if env.get('expected') and env['expected'] != env['profile'] else '')
+    sees = row.get('sees')
+    if sees:
+        cells['sees'] = ('; '.join(sees['differs']) if sees['differs']
+                         else 'not read: %s' % sees['error'] if sees['error'] else 'spec')
     gpus = row.get('gpus')
     if gpus:
         if gpus.get('count'):

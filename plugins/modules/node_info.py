@@ -16,7 +16,10 @@ description:
     the ml-env release the O(ml_env_path) link points to, its verification marker, C(.ml_env/verify.json),
     C(.ml_env/pins.json) and the C(*.dist-info) directories it has installed; runtime_env's spec; the GPUs and
     their topology (as M(inferops.gpu.gpu_info) reads them); the server's C(--config) file, unit file and health;
-    the throughput gate's last measurement and the host's baseline.
+    the throughput gate's last measurement and the host's baseline; what the server's Python sees after its
+    start-up against runtime_env's spec, the release's interpreter started as the unit starts it (its user,
+    working directory, C(Environment=) and C(EnvironmentFile=) lines; M(inferops.gpu.runtime_env_effective)'s
+    probe), when the server is installed under systemd.
   - The server's health is what M(inferops.gpu.sglang_server) with C(state=healthy) answers in check mode (the
     same managers and readiness contract), asked only when the server's C(--config) file is there. A server
     that is not running or not ready is a result, not a failure.
@@ -231,6 +234,14 @@ unit_text:
   description: The server's unit file, with O(server.manager=systemd); empty otherwise or when unreadable.
   returned: always
   type: str
+environment_seen:
+  description:
+    - What the server's Python sees against runtime_env's spec, started as the unit starts it. C(differs) lists each
+      variable whose value differs from what the unit gives it, as C(NAME=value (where it was set)); C(problems) the
+      full lines; C(error) why it could not be read. Null without an installed server's unit file or a spec.
+  returned: always
+  type: dict
+  sample: {differs: ["CUDA_HOME=/usr/local/cuda-12.8 (/usr/lib/python3.12/sitecustomize.py line 9)"], problems: [], error: ""}
 throughput_last_json:
   description: The throughput gate's last measurement (C(throughput-last.json)), as text.
   returned: always
@@ -334,7 +345,7 @@ def main():
         return collect_gpu_facts(gpu_run, module.get_bin_path, warn=module.warn)
 
     # The server's transport (plain http.client for http://; no proxy).
-    result = read_node(Host(run, server_http, gpu_facts), params)
+    result = read_node(Host(run, server_http, gpu_facts, setpriv=module.get_bin_path('setpriv') or 'setpriv'), params)
     module.exit_json(changed=False, **result)
 
 

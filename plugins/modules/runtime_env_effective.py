@@ -137,22 +137,11 @@ cautions:
 """
 
 import os
-import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import CommandTimeout, module_runner
 from ansible_collections.inferops.gpu.plugins.module_utils.runtime_env import effective
-
-
-def base_environment(params, environ=None, getpwnam=pwd.getpwnam):
-    if params['base'] == 'inherit':
-        return dict(os.environ if environ is None else environ)
-    base = {'PATH': params['systemd_path']}
-    if params['user']:
-        entry = getpwnam(params['user'])
-        base.update(HOME=entry.pw_dir, USER=entry.pw_name, LOGNAME=entry.pw_name, SHELL=entry.pw_shell)
-    return base
 
 
 def read_files(paths):
@@ -176,33 +165,29 @@ def run(module, run_command):
     if not os.access(params['python'], os.X_OK):
         module.fail_json(msg='python = %s is not an executable file' % params['python'], **result)
     try:
-        env, origin = effective.build_env(base_environment(params), params['environment'],
+        env, origin = effective.build_env(effective.base_environment(params['base'], params['systemd_path'], params['user']),
+                                          params['environment'],
                                           read_files(params['environment_files']))
     except KeyError:
         module.fail_json(msg='user = %s: no such user on the host' % params['user'], **result)
     except (IOError, OSError) as exc:
         module.fail_json(msg='cannot read the environment file %s: %s' % (exc.filename, exc.strerror), **result)
-    names = set(params['expected']) | {'PATH'}
-    argv, data = effective.launch_request(params['python'], env, params['working_directory'], names,
-                                          sorted(params['libraries']), params['user'], params['group'],
-                                          module.get_bin_path('setpriv', required=bool(params['user'])) or 'setpriv')
     try:
-        rc, out, err = run_command(argv, data=data, binary_data=True)
+        result.update(effective.check(run_command, params['python'], env, origin, params['working_directory'],
+                                      params['expected'], params['path_prepend'], params['libraries'], params['user'],
+                                      params['group'],
+                                      module.get_bin_path('setpriv', required=bool(params['user'])) or 'setpriv'))
     except CommandTimeout as exc:
         module.fail_json(msg=str(exc), **result)
-    found, why = effective.answer(rc, out, err)
-    if found is None:
-        module.fail_json(msg='%s: %s' % (params['python'], why), **result)
-    setters = {name: effective.describe_setter(found, origin, name) for name in sorted(names)}
-    problems, warnings = effective.judge(found, params['expected'], params['path_prepend'], origin, params['libraries'])
-    result.update(environ=found['environ'], setters=setters, modules=found['modules'], libraries=found['libraries'],
-                  problems=problems, cautions=warnings)
+    except effective.ProbeError as exc:
+        module.fail_json(msg=str(exc), **result)
+    problems = result['problems']
     if problems:
         module.fail_json(msg='what %s sees after its start-up differs from the runtime environment\'s spec: %s'
                          % (params['python'], '; '.join(problems)), **result)
     result['msg'] = '%s sees the spec (%d variables, PATH)%s' % (
         params['python'], len(params['expected']),
-        ''.join('; %s -> %s' % (name, (lib or {}).get('path')) for name, lib in sorted(found['libraries'].items())))
+        ''.join('; %s -> %s' % (name, (lib or {}).get('path')) for name, lib in sorted(result['libraries'].items())))
     return result
 
 

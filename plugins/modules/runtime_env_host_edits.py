@@ -96,82 +96,17 @@ cautions:
   elements: str
 """
 
-import glob
-import json
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import CommandTimeout, module_runner
-from ansible_collections.inferops.gpu.plugins.module_utils.runtime_env import hand_edits
-
-HOOK_NAMES = ('inferops_runtime_env.pth', 'inferops_runtime_env.py')
-# Run as `python -I -S`: nothing of site.py runs (its venv() would process the .pth files). A venv's site directory
-# is named from its pyvenv.cfg; the system's and the user's count only where the venv includes them, as in site.py.
-WHERE = r"""
-import json, os, site, sys, sysconfig
-here = os.path.dirname(os.path.abspath(sys.executable))
-configs = [p for p in (os.path.join(here, "pyvenv.cfg"), os.path.join(os.path.dirname(here), "pyvenv.cfg")) if os.path.isfile(p)]
-sites, system = [], True
-if configs:
-    prefix = os.path.dirname(configs[0])
-    sites.append(sysconfig.get_paths(vars={"base": prefix, "platbase": prefix})["purelib"])
-    with open(configs[0]) as handle:
-        settings = dict((k.strip().lower(), v.strip().lower()) for k, _, v in (l.partition("=") for l in handle) if _)
-    system = settings.get("include-system-site-packages") == "true"
-print(json.dumps({"stdlib": sysconfig.get_paths()["stdlib"], "sites": sites + (site.getsitepackages() if system else []),
-                  "user": system, "version": "%d.%d" % sys.version_info[:2]}))
-"""
-
-
-def _read(path):
-    try:
-        with open(path, 'rb') as handle:
-            return handle.read().decode('utf-8', 'replace')
-    except (IOError, OSError):
-        return None
+from ansible_collections.inferops.gpu.plugins.module_utils.runtime_env import host_scan
 
 
 def find(module, run):
-    params = module.params
-    managed_files = set(params['managed_files'])
-    findings, loader = [], []
-    seen = set()
-    for python in params['pythons']:
-        if not os.access(python, os.X_OK):
-            continue
-        # -I -S: the interpreter names its directories without running any start-up file.
-        rc, out, err = run([python, '-I', '-S', '-c', WHERE])
-        if rc != 0:
-            module.warn('%s did not name its directories (rc %s): %s' % (python, rc, (err or out).strip()[-300:]))
-            continue
-        where = json.loads(out)
-        user_sites = [os.path.join(home, '.local', 'lib', 'python%s' % where['version'], 'site-packages')
-                      for home in params['homes']] if where['user'] else []
-        for path in hand_edits.start_up_files(where['stdlib'], where['sites'], user_sites):
-            if path in seen or path in managed_files or os.path.basename(path) in HOOK_NAMES:
-                continue
-            seen.add(path)
-            text = _read(path)
-            if text is not None:
-                findings.extend(hand_edits.python_edits(path, text))
-    for path in ['/etc/environment'] + sorted(glob.glob('/etc/profile.d/*.sh')):
-        text = _read(path)
-        if text is not None and path not in managed_files:
-            findings.extend(hand_edits.shell_edits(path, text))
-    for path in sorted(glob.glob('/etc/ld.so.conf.d/*.conf')):
-        text = _read(path)
-        if text is not None and path not in managed_files:
-            loader.extend(hand_edits.loader_entries(path, text))
-    loader = hand_edits.cuda_entries(loader)
-    resolved = {}
     ldconfig = module.get_bin_path('ldconfig', opt_dirs=['/sbin', '/usr/sbin'])
-    if loader and ldconfig:
-        rc, out, _err = run([ldconfig, '-p'])
-        resolved = hand_edits.parse_ldconfig_cache(out) if rc == 0 else {}
-    managed = set(params['managed_names']) | {'PATH'}
-    problems, warnings = hand_edits.judge(findings, managed, loader, resolved, params['owned_roots'], params['sonames'])
-    return dict(changed=False, findings=findings + loader, problems=problems, cautions=warnings)
+    found = host_scan.scan(module.params, run, ldconfig, module.warn)
+    return dict(changed=False, findings=found['findings'] + found['loader'], problems=found['problems'],
+                cautions=found['cautions'])
 
 
 def main():

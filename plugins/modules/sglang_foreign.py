@@ -38,6 +38,12 @@ options:
     description: Fail when a server the collection does not run holds O(port) or a GPU.
     type: bool
     default: true
+  adopt:
+    description:
+      - Such a server is to be stopped inside the switch (M(inferops.gpu.sglang_server)'s O(inferops.gpu.sglang_server#module:replace)),
+        not refused; it is a warning saying so.
+    type: bool
+    default: false
   command_timeout:
     description: Seconds each command (nvidia-smi) may take.
     type: int
@@ -59,13 +65,25 @@ EXAMPLES = r"""
 
 RETURN = r"""
 servers:
-  description: The servers found, each with pid, cmdline (secrets masked), python, venv, cwd, log, port (whether it
-    holds O(port)) and gpus (the PIDs of its tree that use a GPU).
+  description: The servers found, each with pid, start (its start time, in clock ticks after boot, which names this
+    process and no later one of the same PID), pids (its tree), cmdline (secrets masked), python, venv, cwd, log, port
+    (whether it holds O(port)) and gpus (the PIDs of its tree that use a GPU).
   returned: always
   type: list
   elements: dict
+in_the_way:
+  description: The servers that hold O(port) or a GPU, each as pid and start (M(inferops.gpu.sglang_server)'s
+    O(inferops.gpu.sglang_server#module:replace) takes them).
+  returned: always
+  type: list
+  elements: dict
+in_the_way_pids:
+  description: Every PID of their trees (the preflight counts them as the server's own when they are taken over).
+  returned: always
+  type: list
+  elements: int
 problems:
-  description: One line for each server that holds O(port) or a GPU.
+  description: One line for each server that holds O(port) or a GPU (none with O(adopt)).
   returned: always
   type: list
   elements: str
@@ -98,6 +116,7 @@ def main():
             pidfile=dict(type='path', default=''),
             gpus=dict(type='bool', default=True),
             refuse=dict(type='bool', default=True),
+            adopt=dict(type='bool', default=False),
             command_timeout=dict(type='int', default=60),
         ),
         supports_check_mode=True,
@@ -113,10 +132,13 @@ def main():
         gpu_pids = [process['pid'] for process in facts.get('processes') or []]
     own = managed_pids(params['pidfile']) if params['pidfile'] else []
     servers = foreign.find(params['port'], params['unit'], own_pids=own, gpu_pids=gpu_pids)
-    problems, warnings = foreign.judge(servers, params['port'])
+    problems, warnings = foreign.judge(servers, params['port'], adopt=params['adopt'])
     for warning in warnings:
         module.warn(warning)
-    result = dict(changed=False, servers=servers, problems=problems)
+    in_the_way = [server for server in servers if server['port'] or server['gpus']]
+    result = dict(changed=False, servers=servers, problems=problems,
+                  in_the_way=[{'pid': server['pid'], 'start': server['start']} for server in in_the_way],
+                  in_the_way_pids=sorted(pid for server in in_the_way for pid in server['pids']))
     if problems and params['refuse']:
         module.fail_json(msg='; '.join(problems), **result)
     module.exit_json(**result)

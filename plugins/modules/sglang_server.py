@@ -173,6 +173,25 @@ options:
     description: Log lines returned in RV(log_tail) and shown on failure.
     type: int
     default: 30
+  replace:
+    description:
+      - SGLang servers started by hand that a (re)start takes over (M(inferops.gpu.sglang_foreign)'s RV(inferops.gpu.sglang_foreign#module:servers),
+        with C(inferops_adopt)). Each is stopped right before the start, after the unit's own server, as a unit's stop
+        would (SIGTERM to its main process, whose drain ends its ranks; SIGKILL to its tree after O(stop_timeout)),
+        and its GPU memory must be released; a PID whose start time differs is another process and is left alone.
+      - Not used by a stop, or when the server runs its revision and serves.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      pid:
+        description: The server's main PID.
+        type: int
+        required: true
+      start:
+        description: Its start time (clock ticks after boot, C(/proc/PID/stat) field 22).
+        type: int
+        required: true
 attributes:
   check_mode:
     support: full
@@ -302,6 +321,16 @@ stopped_before:
   returned: after a start
   type: list
   elements: int
+replaced:
+  description: PIDs of the servers started by hand (O(replace)) a start stopped first.
+  returned: after a start
+  type: list
+  elements: int
+replaces:
+  description: The main PIDs of O(replace) a (re)start would stop.
+  returned: in check mode, when a (re)start would happen
+  type: list
+  elements: int
 stopped_pids:
   description: PIDs a stop ended (main process and ranks).
   returned: after a stop
@@ -371,6 +400,8 @@ def main():
             gpu_release_timeout=dict(type='int', default=60),
             command_timeout=dict(type='int', default=30),
             log_tail_lines=dict(type='int', default=30),
+            replace=dict(type='list', elements='dict', default=[],
+                         options=dict(pid=dict(type='int', required=True), start=dict(type='int', required=True))),
         ),
         supports_check_mode=True,
     )

@@ -5,11 +5,16 @@
 
 from __future__ import annotations
 
+from ansible_collections.inferops.gpu.plugins.module_utils._common.input_checks import MISSING
+
 # The role's defaults and vars/main.yml as the lookup renders them on a Debian host.
 DEFAULTS = {
     'runtime_env_name': 'inferops-runtime-env',
     'runtime_env_venv': '/opt/ml-env',
     'runtime_env_system_python': '/usr/bin/python3',
+    'runtime_env_adopt_backup_dir': '/var/backups/inferops-adopt',
+    # The collection-wide switch, unset unless an inventory or -e sets it.
+    'inferops_adopt': MISSING,
     'runtime_env_cuda_home': '',
     'runtime_env_ptxas': '',
     'runtime_env_systemd_path': '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',

@@ -165,6 +165,17 @@ def os_family_check(role):
     return check_os_family
 
 
+# The collection-wide switch that takes over a host set up by hand (README, "A host set up by hand"): no role's
+# default, so one -e or inventory line sets it for runtime_env and sglang_server, each of which checks it.
+ADOPT = 'inferops_adopt'
+
+
+def check_adopt(values, probes):
+    value = values.get(ADOPT, MISSING)
+    return [] if value is MISSING or value is None or is_bool(value) else [
+        problem(ADOPT, value, 'a boolean (true takes over what was set by hand; false, the default, refuses it)')]
+
+
 def run_checks(checks, values, probes=None):
     """Every message of every check, in order."""
     found = []

@@ -18,7 +18,8 @@ the table, never a failure):
   it the server was never set up here, and nothing more is asked), its unit file (systemd), and what
   ``inferops.gpu.sglang_server`` ``state=healthy`` answers in check mode: the same managers,
   ``Operations.healthy`` and readiness probe (``module_utils/sglang``), never creating anything;
-- the throughput gate's last measurement and the host's baseline (``state_dir``).
+- the throughput gate's last measurement and the host's baseline (``state_dir``);
+- what the server's Python sees against runtime_env's spec, started as its unit starts it (``seen_env.py``).
 
 Every part is optional (an empty setting reads nothing) and no read fails the call: what a node
 lacks, or a read that fails, is empty ('' / [] / {}), and the report shows '-'. The node comes in
@@ -33,6 +34,7 @@ import os
 import stat as stat_module
 
 from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import CommandTimeout
+from ansible_collections.inferops.gpu.plugins.module_utils.fleet.seen_env import seen_part
 from ansible_collections.inferops.gpu.plugins.module_utils.ml_env.release import MARKER, RECORDS, REPORT
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang.launch import LaunchError, ProcessManager, SystemdManager
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang.load import BASELINE_FILE, LAST_FILE
@@ -61,7 +63,8 @@ class Host:
     headers, body, timeout) -> (status or None, text, error); gpu_facts: () -> gpu_info's facts (may
     raise CommandTimeout)."""
 
-    def __init__(self, run, http, gpu_facts, proc='/proc'):
+    def __init__(self, run, http, gpu_facts, proc='/proc', setpriv='setpriv'):
+        self.setpriv = setpriv
         self.run = run
         self.http = http
         self.gpu_facts = gpu_facts
@@ -222,5 +225,8 @@ def read_node(host, params):
     found['runtime_env_json'] = _text(host, params.get('runtime_env_spec'))
     found['gpu'] = gpus(host) if params.get('gpu', True) else {}
     found.update(server_part(host, params.get('server') or {}))
+    # What the server's Python sees, started as its unit starts it (a unit that never served is not asked).
+    found.update(seen_part(host, found['unit_text'] if found['server_installed'] else '', found['runtime_env_json'],
+                           host.setpriv))
     found.update(throughput(host, params.get('state_dir')))
     return found

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 
 from ansible_collections.inferops.gpu.plugins.module_utils._common.environment_file import environment_lines
 
@@ -192,3 +193,38 @@ def judge(found, expected, path_prepend, origin, libraries, realpath=os.path.rea
             problems.append('%s: the loader resolves %s (%s), not a file under %s: an ld.so.conf.d entry or '
                             'LD_LIBRARY_PATH points it elsewhere' % (soname, loaded['path'], real, ', '.join(under)))
     return problems, warnings
+
+
+SYSTEMD_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+
+
+class ProbeError(Exception):
+    """The probe gave no answer (the message says why)."""
+
+
+def base_environment(base, systemd_path=SYSTEMD_PATH, user='', environ=None, getpwnam=pwd.getpwnam):
+    """The environment the manager starts from: systemd's (PATH, and the user's HOME, USER, LOGNAME, SHELL) or, for
+    `inherit`, this process's own (the collection's process manager passes it on). KeyError: no such user."""
+    if base == 'inherit':
+        return dict(os.environ if environ is None else environ)
+    env = {'PATH': systemd_path}
+    if user:
+        entry = getpwnam(user)
+        env.update(HOME=entry.pw_dir, USER=entry.pw_name, LOGNAME=entry.pw_name, SHELL=entry.pw_shell)
+    return env
+
+
+def check(run_command, python, env, origin, cwd, expected, path_prepend, libraries, user='', group='',
+          setpriv='setpriv'):
+    """Run the probe as the unit would start `python` and judge it: {environ, setters, modules, libraries, problems,
+    cautions}. run_command(argv, data=, binary_data=) is bounded by the caller; ProbeError when it gave no answer."""
+    expected = dict((name, str(value)) for name, value in expected.items())  # YAML may give a number
+    names = set(expected) | {'PATH'}
+    argv, data = launch_request(python, env, cwd, names, sorted(libraries), user, group, setpriv)
+    rc, out, err = run_command(argv, data=data, binary_data=True)
+    found, why = answer(rc, out, err)
+    if found is None:
+        raise ProbeError('%s: %s' % (python, why))
+    problems, warnings = judge(found, expected, path_prepend, origin, libraries)
+    return dict(environ=found['environ'], setters={name: describe_setter(found, origin, name) for name in sorted(names)},
+                modules=found['modules'], libraries=found['libraries'], problems=problems, cautions=warnings)

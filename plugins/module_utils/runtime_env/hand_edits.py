@@ -41,26 +41,32 @@ def _key(node):
 
 def _writes(tree):
     """[(line, name, how)] of the writes to the process environment in a parsed module."""
+    return sorted((node.lineno, name, how) for node, name, how in write_nodes(tree))
+
+
+def write_nodes(tree):
+    """[(node, name, how)] of the writes to the process environment in a parsed module: the node is the assignment,
+    deletion or call that writes (adoption.py neutralises the statement around it)."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:
                 if isinstance(target, ast.Subscript) and _dotted(target.value) in _ENVIRON:
-                    found.append((node.lineno, _key(target.slice), REMOVE if isinstance(node, ast.Delete) else WRITE))
+                    found.append((node, _key(target.slice), REMOVE if isinstance(node, ast.Delete) else WRITE))
         elif isinstance(node, ast.Call):
             name = _dotted(node.func)
             head, method = name.rpartition('.')[::2]
             first = node.args[0] if node.args else None
             if head in _ENVIRON and method in ('setdefault', '__setitem__', 'pop', '__delitem__'):
                 how = DEFAULT if method == 'setdefault' else WRITE if method == '__setitem__' else REMOVE
-                found.append((node.lineno, _key(first), how))
+                found.append((node, _key(first), how))
             elif head in _ENVIRON and method == 'update':
                 names = [_key(key) for key in first.keys] if isinstance(first, ast.Dict) else (['?'] if first else [])
-                found.extend((node.lineno, key, WRITE) for key in names + [kw.arg or '?' for kw in node.keywords])
+                found.extend((node, key, WRITE) for key in names + [kw.arg or '?' for kw in node.keywords])
             elif name in ('os.putenv', 'putenv', 'os.unsetenv', 'unsetenv'):
-                found.append((node.lineno, _key(first), REMOVE if name.endswith('unsetenv') else WRITE))
-    return sorted(found)
+                found.append((node, _key(first), REMOVE if name.endswith('unsetenv') else WRITE))
+    return found
 
 
 def python_edits(path, text):
@@ -141,6 +147,20 @@ def _place(finding):
     return '%s line %s' % (finding['file'], finding['line'])
 
 
+def loader_verdicts(loader, resolved, owned_roots, sonames, realpath=os.path.realpath):
+    """[(entry, sonames the loader takes from it)] of the foreign entries (the collection's own left out)."""
+    # Compared as the loader finds them: /usr/local/cuda is often a link to the toolkit itself.
+    roots = tuple(realpath(root).rstrip('/') + '/' for root in owned_roots if root)
+    verdicts = []
+    for entry in loader:
+        directory = realpath(entry['directory']).rstrip('/') + '/'
+        if roots and directory.startswith(roots):
+            continue  # the collection's own (cuda_toolkit's file points into the toolkit)
+        verdicts.append((entry, sorted(soname for soname in sonames
+                                       if resolved.get(soname) and realpath(resolved[soname]).startswith(directory))))
+    return verdicts
+
+
 def judge(findings, managed, loader, resolved, owned_roots, sonames, realpath=os.path.realpath):
     """(problems, warnings), one line each. findings: python_edits and shell_edits; managed: the names the spec sets
     (PATH included); loader: loader_entries of the files the roles do not own; resolved: parse_ldconfig_cache;
@@ -161,14 +181,7 @@ def judge(findings, managed, loader, resolved, owned_roots, sonames, realpath=os
         elif name in managed:
             warnings.append('%s %s %s for login shells (no unit reads it; the spec\'s value is what the server gets)'
                             % (_place(finding), how, name))
-    # Compared as the loader finds them: /usr/local/cuda is often a link to the toolkit itself.
-    roots = tuple(realpath(root).rstrip('/') + '/' for root in owned_roots if root)
-    for entry in loader:
-        directory = realpath(entry['directory']).rstrip('/') + '/'
-        if roots and directory.startswith(roots):
-            continue  # the collection's own (cuda_toolkit's file points into the toolkit)
-        taken = sorted(soname for soname in sonames
-                       if resolved.get(soname) and realpath(resolved[soname]).startswith(directory))
+    for entry, taken in loader_verdicts(loader, resolved, owned_roots, sonames, realpath):
         if taken:
             problems.append('%s adds %s, from which the loader now resolves %s instead of the collection\'s: move '
                             'that file aside (keep a copy) and run ldconfig'

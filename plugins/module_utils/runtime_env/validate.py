@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.inferops.gpu.plugins.module_utils._common.input_checks import (
-    os_family_check,
+    ADOPT, check_adopt, os_family_check,
     CONTROL, MISSING, check, is_absolute_path, is_bool, is_list, is_mapping, is_secret, problem,
 )
 
@@ -88,6 +88,7 @@ NAMES = (
     'runtime_env_name',
     'runtime_env_venv',
     'runtime_env_system_python',
+    'runtime_env_adopt_backup_dir',
     'runtime_env_cuda_home',
     'runtime_env_ptxas',
     'runtime_env_ptxas_blackwell',
@@ -109,6 +110,7 @@ NAMES = (
     '__runtime_env_platform_vars',
     '__runtime_env_os_family',
     '__runtime_env_os_families',
+    ADOPT,
 )
 
 
@@ -181,7 +183,9 @@ def check_name(values, probes):
 def check_interpreter_paths(values, probes):
     allowed = 'an absolute path on one line, without . or .. segments'
     return (check('runtime_env_venv', values, is_absolute_path, allowed)
-            + check('runtime_env_system_python', values, is_absolute_path, allowed))
+            + check('runtime_env_system_python', values, is_absolute_path, allowed)
+            + check('runtime_env_adopt_backup_dir', values, lambda v: is_absolute_path(v) and v.rstrip('/') != '', allowed
+                    + ', not /'))
 
 
 def check_toolkit_paths(values, probes):
@@ -374,4 +378,4 @@ def check_triton(values, probes):
 
 CHECKS = (check_os_family, check_name, check_interpreter_paths, check_toolkit_paths, check_systemd_path, check_topology,
           check_profiles, check_variables, check_loader_files, check_topology_map, check_profile_choice, check_extra_path,
-          check_arch_profiles, check_compute_capability, check_triton)
+          check_arch_profiles, check_compute_capability, check_triton, check_adopt)

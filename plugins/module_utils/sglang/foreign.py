@@ -9,15 +9,21 @@ and GPUs the collection wants. ``find`` lists every SGLang server tree (``-m sgl
 (its PIDs): its PID, command line (secrets masked), interpreter and the venv it belongs to, working
 directory, log (where its stdout goes) and whether it holds the collection's port or a GPU.
 ``judge`` refuses one that holds the port or a GPU (the collection's server could not start);
-another is a warning.
+another is a warning. With inferops_adopt, ``stop`` ends such a server inside the collection's
+switch, right before its unit starts: SIGTERM to the server's main process (SGLang drains the
+requests in flight, then ends its ranks), SIGKILL to what is left of its tree after the drain limit.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import signal
+import time
 
 from ansible_collections.inferops.gpu.plugins.module_utils._common import procfs
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang.launch import wait_gone
 
 _SECRET_OPTION = re.compile(r'(key|token|secret|password)', re.IGNORECASE)
 
@@ -95,15 +101,17 @@ def find(port, unit, own_pids=(), gpu_pids=(), proc=procfs.PROC, isfile=os.path.
         argv = _argv(pid, proc)
         # As invoked: a venv's bin/python is a symlink that /proc/PID/exe shows resolved, outside the venv.
         python = argv[0] if argv and argv[0].startswith('/') else _link(os.path.join(proc, str(pid), 'exe'))
-        found.append({'pid': pid, 'cmdline': mask(argv), 'python': python, 'venv': venv_of(python, isfile),
+        found.append({'pid': pid, 'start': table[pid].starttime, 'pids': sorted(members),
+                      'cmdline': mask(argv), 'python': python, 'venv': venv_of(python, isfile),
                       'cwd': _link(os.path.join(proc, str(pid), 'cwd')),
                       'log': _link(os.path.join(proc, str(pid), 'fd', '1')),
                       'port': bool(members & holders), 'gpus': sorted(members & set(gpu_pids))})
     return found
 
 
-def judge(servers, port):
-    """(problems, warnings), one line each."""
+def judge(servers, port, adopt=False):
+    """(problems, warnings), one line each; adopt: each server that holds the port or a GPU is to be stopped inside the
+    switch (a warning saying so), not refused."""
     problems, warnings = [], []
     for server in servers:
         holds = ([('port %s' % port)] if server['port'] else []) + (['the GPUs (PID %s)' % ', '.join(
@@ -111,10 +119,45 @@ def judge(servers, port):
         text = ('an SGLang server the collection does not run: PID %s (%s), from %s, working directory %s, log %s'
                 % (server['pid'], server['cmdline'], server['venv'] or server['python'] or 'an unknown interpreter',
                    server['cwd'] or '?', server['log'] or '?'))
-        if holds:
+        if holds and adopt:
+            warnings.append('%s, holding %s: adopted, it is stopped (SIGTERM, its drain) right before the collection\'s '
+                            'server starts' % (text, ' and '.join(holds)))
+        elif holds:
             problems.append('%s, holding %s: the collection\'s server cannot start beside it; stop it (kill -TERM %s: '
                             'its drain finishes the requests in flight) before the run'
                             % (text, ' and '.join(holds), server['pid']))
         else:
             warnings.append(text)
     return problems, warnings
+
+
+def stop(servers, timeout, proc=procfs.PROC, kill=os.kill, clock=time.monotonic, sleep=time.sleep):
+    """Stop each server ({pid, start} from find) as a unit's stop would: SIGTERM to its main process, whose drain ends
+    its ranks, SIGKILL to its tree after `timeout` s. A PID that no longer has the recorded start time is another
+    process (the server ended and the PID was reused): it is left alone. Returns (stopped pids, survivors)."""
+    stopped, survivors = [], []
+    for server in servers:
+        info = procfs.read_proc(int(server['pid']), proc)
+        if info is None or info.starttime != int(server['start']):
+            continue
+        members = procfs.tree(procfs.process_table(proc), info.pid)
+        _signal(kill, [info.pid], signal.SIGTERM)
+
+        def alive(pid):
+            return procfs.alive(pid, proc)
+        left = wait_gone(members, alive, timeout, clock, sleep)
+        if left:
+            _signal(kill, left, signal.SIGKILL)
+            left = wait_gone(left, alive, 10, clock, sleep)
+        stopped.extend(members)
+        survivors.extend(left)
+    return stopped, survivors
+
+
+def _signal(kill, pids, sig):
+    for pid in pids:
+        try:
+            kill(pid, sig)
+        except OSError as exc:
+            if exc.errno not in (errno.ESRCH, errno.EPERM):
+                raise

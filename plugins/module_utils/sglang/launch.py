@@ -36,7 +36,8 @@ def self_killed_after_drain(props):
             and props.get('ExecMainCode') == '2' and props.get('ExecMainStatus') == str(int(signal.SIGKILL)))
 
 
-def _wait_gone(pids, alive, timeout, clock, sleep):
+def wait_gone(pids, alive, timeout, clock, sleep):
+    """The pids of `pids` still alive after `timeout` seconds at most."""
     end = clock() + timeout
     remaining = [p for p in pids if alive(p)]
     while remaining and clock() < end:
@@ -161,10 +162,10 @@ class ProcessManager:
         else:
             self._signal_all(pid, pids, signal.SIGTERM)
         alive = self._alive
-        survivors = _wait_gone(pids, alive, timeout, self.clock, self.sleep)
+        survivors = wait_gone(pids, alive, timeout, self.clock, self.sleep)
         if survivors:
             self._signal_all(pid, survivors, signal.SIGKILL)
-            survivors = _wait_gone(survivors, alive, 10, self.clock, self.sleep)
+            survivors = wait_gone(survivors, alive, 10, self.clock, self.sleep)
         if not survivors:
             try:
                 os.unlink(self.pidfile)
@@ -308,7 +309,7 @@ class SystemdManager:
             killed = True
             self.run(['systemctl', 'kill', '--signal=SIGKILL', self.unit])
             after = self._wait_stopped(30) or self.show()
-        survivors = _wait_gone(pids, lambda p: procfs.alive(p, self.proc), 10, self.clock, self.sleep)
+        survivors = wait_gone(pids, lambda p: procfs.alive(p, self.proc), 10, self.clock, self.sleep)
         if not killed and self_killed_after_drain(after):
             # sglang 0.5.9 ends its drain with kill_process_tree(include_parent=True): a SIGKILL to
             # itself. systemd marks the unit failed for the stop this module asked for; a stop that

@@ -81,7 +81,7 @@ class Operations:
     gpu_processes() -> [{'pid', 'gpu_index', 'used_memory_mib'}] or None when no GPU can be queried."""
 
     def __init__(self, manager, gate, health, gpu_processes, run_dir, check_mode=False, revision=None,
-                 stop_timeout=60, gpu_release_timeout=60, clock=time.monotonic, sleep=time.sleep):
+                 stop_timeout=60, gpu_release_timeout=60, clock=time.monotonic, sleep=time.sleep, replace=None):
         self.manager = manager
         self.gate = gate
         self.health = health
@@ -95,6 +95,9 @@ class Operations:
         self.gpu_release_timeout = gpu_release_timeout
         self.clock = clock
         self.sleep = sleep
+        # replace: (pids, stop(timeout) -> (stopped, survivors)) of the servers started by hand that this start takes
+        # over (foreign.stop), or None.
+        self.replace = replace
 
     # -- states ---------------------------------------------------------------------------------
     def started(self):
@@ -147,15 +150,17 @@ class Operations:
     def _start(self, action, recorded):
         pids = self.manager.pids()
         if self.check_mode:
-            return dict(changed=True, action=action, ready=False, pids=pids,
+            return dict(changed=True, action=action, ready=False, pids=pids, replaces=self.replace[0] if self.replace else [],
                         revision_before=recorded, revision=self.revision)
         stop = self._stop() if pids else {}
+        # A server started by hand (inferops_adopt) ends here, inside the switch: it served until now.
+        replaced = self._stop_replaced() if self.replace else []
         try:
             result = self._gated(attach=False, action=action, changed=True)
         except OperationFailed as exc:
             exc.result['cleanup'] = self._cleanup()
             raise
-        result.update(stopped_before=stop.get('stopped_pids', []))
+        result.update(stopped_before=stop.get('stopped_pids', []), replaced=replaced)
         if self.revision is not None:
             write_text(self.revision_path, self.revision)
         return result
@@ -208,6 +213,14 @@ class Operations:
             raise OperationFailed('processes of the server survived SIGKILL: %s' % ', '.join(map(str, survivors)),
                                   cause='stop', pids=survivors)
         return {'stopped_pids': stopped, 'gpu_release': self._wait_gpu_release(stopped)}
+
+    def _stop_replaced(self):
+        stopped, survivors = self.replace[1](self.stop_timeout)
+        if survivors:
+            raise OperationFailed('processes of the server started by hand survived SIGKILL: %s'
+                                  % ', '.join(map(str, survivors)), cause='stop', pids=survivors)
+        self._wait_gpu_release(stopped)
+        return stopped
 
     def _wait_gpu_release(self, pids):
         """Wait until no stopped PID holds GPU memory; orphaned ranks keep it after a crash."""

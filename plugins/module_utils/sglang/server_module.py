@@ -13,6 +13,7 @@ from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible_collections.inferops.gpu.plugins.module_utils._common.bounded_run import CommandTimeout
 from ansible_collections.inferops.gpu.plugins.module_utils.gpu.facts import collect_gpu_facts
 from ansible_collections.inferops.gpu.plugins.module_utils._common.local_http import request as plain_http_request
+from ansible_collections.inferops.gpu.plugins.module_utils.sglang import foreign
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang.gate import Gate
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang.launch import ProcessManager, SystemdManager
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang.ops import Operations
@@ -75,6 +76,13 @@ def gpu_processes_reader(module, run):
     return read
 
 
+def _replace(servers):
+    """(pids, stop) of the servers started by hand a start takes over, or None."""
+    if not servers:
+        return None
+    return sorted(int(server['pid']) for server in servers), lambda timeout: foreign.stop(servers, timeout)
+
+
 def build_operations(module, params, run):
     """(Operations, paths) for the module's parameters."""
     run_dir = params['run_dir']
@@ -132,5 +140,6 @@ def build_operations(module, params, run):
 
     ops = Operations(manager, gate, health, gpu_processes_reader(module, run), run_dir,
                      check_mode=module.check_mode, revision=params['revision'],
-                     stop_timeout=params['stop_timeout'], gpu_release_timeout=params['gpu_release_timeout'])
+                     stop_timeout=params['stop_timeout'], gpu_release_timeout=params['gpu_release_timeout'],
+                     replace=_replace(params.get('replace')))
     return ops, paths

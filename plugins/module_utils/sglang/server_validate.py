@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.inferops.gpu.plugins.module_utils._common.input_checks import (
-    os_family_check,
+    ADOPT, check_adopt, os_family_check,
     CONTROL, DOT_SEGMENT, MISSING, check, is_absolute_path, is_int, is_list, is_mapping, is_port, is_secret, problem, shown,
 )
 from ansible_collections.inferops.gpu.plugins.module_utils.sglang.versions import (
@@ -95,6 +95,7 @@ SECRETS = ('sglang_server_api_key', 'sglang_server_hf_token')
 ARGS = ('sglang_server_args', 'sglang_server_extra_args')
 
 NAMES = (
+    ADOPT,
     '__sglang_server_os_family',
     '__sglang_server_os_families',
     'sglang_server_model_path',
@@ -415,6 +416,6 @@ CHECKS = (
     check_os_family, check_model_path, check_host, check_port, check_served_model_name, check_accounts, check_unit_name,
     check_paths, check_toolkit_version, check_numbers, check_stall_timeout, check_log_rotate_size, check_protect_home,
     check_preflight_ignore, check_throughput, check_secrets, check_extra_environment, check_sglang_version, check_args,
-    check_read_values,
+    check_read_values, check_adopt,
     check_gpu_count,
 )

@@ -39,6 +39,39 @@ def exec_start(unit_text):
     raise SettingsError('the unit has no ExecStart= line')
 
 
+def _values(unit_text, key):
+    """The values of every `key=` line of the unit, in order."""
+    found = []
+    for line in unit_text.splitlines():
+        name, sep, value = line.strip().partition('=')
+        if sep and name.strip() == key:
+            found.append(value.strip())
+    return found
+
+
+def _last(unit_text, key):
+    return (_values(unit_text, key) or [''])[-1]
+
+
+def unit_launch(unit_text):
+    """How the unit starts its server, as systemd reads the lines the role writes: {python (ExecStart='s first word),
+    user, group, cwd, environment ({name: value} of Environment=), environment_files (EnvironmentFile=, in order; a
+    leading - marks an optional one)}."""
+    environment = {}
+    for value in _values(unit_text, 'Environment'):
+        try:
+            words = shlex.split(value, posix=True)
+        except ValueError as exc:
+            raise SettingsError('Environment= cannot be read: %s' % exc)
+        for word in words:
+            name, sep, assigned = word.replace('%%', '%').replace('$$', '$').partition('=')
+            if sep:
+                environment[name] = assigned
+    return {'python': exec_start(unit_text)[0], 'user': _last(unit_text, 'User'), 'group': _last(unit_text, 'Group'),
+            'cwd': _last(unit_text, 'WorkingDirectory') or '/', 'environment': environment,
+            'environment_files': _values(unit_text, 'EnvironmentFile')}
+
+
 def options(argv):
     """{host, port, served_model_name, node_rank, config, log_level: the last value given, skip_warmup}."""
     found = {'skip_warmup': '--skip-server-warmup' in argv}

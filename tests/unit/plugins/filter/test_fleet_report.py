@@ -80,6 +80,7 @@ def blackwell_host(**override):
         'server': {'ready': True, 'served_model_name': 'kimi-k2.5',
                    'model_info': {'model_path': '/shared/kimi-k2.5-int4', 'is_generation': True}},
         'unit_text': UNIT,
+        'environment_seen': {'differs': [], 'problems': [], 'error': ''},
         'throughput_last_json': json.dumps({'tokens_per_second': 95.4, 'measured_at': '2025-11-30T10:00:00Z',
                                             'baseline': 96.1, 'baseline_source': 'inventory', 'ratio': 0.9927,
                                             'passed': True, 'revision': 'abc', 'release': RELEASE}),
@@ -120,6 +121,7 @@ def test_a_provisioned_host_fills_every_column():
         'release': '0123456789ab',
         'lock': 'abababababab',
         'env': 'pcie_blackwell',
+        'sees': 'spec',
         'gpus': '8x RTX PRO 6000 Blackwell Server Edition cc 12.0',
         'topology': 'pcie',
         'group': '-',
@@ -128,6 +130,14 @@ def test_a_provisioned_host_fills_every_column():
         'model': 'kimi-k2.5 (/shared/kimi-k2.5-int4)',
         'tok/s': '95.4 (0.99 of 96.1, passed)',
     }
+
+
+def test_what_the_servers_python_sees_is_spec_or_each_difference_with_its_place():
+    assert row_cells(one(blackwell_host(environment_seen=None)))['sees'] == '-'
+    hand = ['CUDA_HOME=/usr/local/cuda-12.8 (/usr/lib/python3.12/sitecustomize.py line 12)', 'PATH (the manager\'s environment)']
+    assert row_cells(one(blackwell_host(environment_seen={'differs': hand, 'error': ''})))['sees'] == '; '.join(hand)
+    assert row_cells(one(blackwell_host(environment_seen={'differs': [], 'error': 'no such user'})))['sees'] == (
+        'not read: no such user')
 
 
 def test_the_row_is_json():

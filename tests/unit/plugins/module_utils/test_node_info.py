@@ -289,7 +289,8 @@ def test_a_bare_node_gives_every_part_empty(tmp_path, stub):
         'cuda_home': str(tmp_path / 'cuda-13.0'), 'ptxas_stdout': '', 'cuda_version_json': '', 'toolkits_found': [],
         'ml_env_path': str(tmp_path / 'ml-env'), 'release': '', 'verified_marker': '', 'verify_json': '', 'pins_json': '',
         'dist_infos': [], 'runtime_env_json': '', 'gpu': dict((k, v) for k, v in no_gpu().items() if k != 'processes'),
-        'server_installed': False, 'server': {}, 'unit_text': '', 'throughput_last_json': '', 'throughput_baseline_json': ''}
+        'server_installed': False, 'server': {}, 'unit_text': '', 'throughput_last_json': '', 'throughput_baseline_json': '',
+        'environment_seen': None}
 
 
 def test_settings_left_out_read_nothing():

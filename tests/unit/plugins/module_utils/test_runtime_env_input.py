@@ -161,3 +161,17 @@ def test_the_triton_proof_settings():
         'runtime_env_triton_archs[1] = "compute_90" is not allowed: an architecture sm_XX (a or f may follow)']
     assert problems(runtime_env_ptxas_blackwell='bin/ptxas')[0].startswith(
         'runtime_env_ptxas_blackwell = "bin/ptxas" is not allowed: empty or an absolute path')
+
+
+@pytest.mark.parametrize('value, good', [(MISSING, True), (True, True), ('false', True), ('yes', True), ('maybe', False),
+                                         (1, False), ('', False)])
+def test_the_adoption_switch_is_a_boolean(value, good):
+    found = problems(inferops_adopt=value)
+    assert found == ([] if good else ['inferops_adopt = %s is not allowed: a boolean (true takes over what was set by '
+                                      'hand; false, the default, refuses it)' % shown(value)])
+
+
+def test_the_backup_directory_is_absolute_and_not_the_root():
+    assert problems(runtime_env_adopt_backup_dir='/') == [
+        'runtime_env_adopt_backup_dir = "/" is not allowed: an absolute path on one line, without . or .. segments, not /']
+    assert len(problems(runtime_env_adopt_backup_dir='backups')) == 1

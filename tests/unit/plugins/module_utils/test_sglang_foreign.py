@@ -113,3 +113,58 @@ def test_the_modules_options_match_its_documentation(monkeypatch):
     seen = record_argument_spec(monkeypatch, sglang_foreign)
     assert not invoke(sglang_foreign, {'port': free_port(), 'gpus': False}).get('failed')
     assert_options_match_spec(sglang_foreign, seen)
+
+
+# A server's drain as SGLang's main process does it: on SIGTERM it ends its rank (a child that has no handler), then
+# itself; the rank would otherwise outlive it.
+DRAINING = ('import os, signal, subprocess, sys, time\n'
+            'rank = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])\n'
+            'def drain(*_):\n'
+            '    time.sleep(0.3); rank.terminate(); rank.wait(); print("drained", flush=True); sys.exit(0)\n'
+            'signal.signal(signal.SIGTERM, drain)\n'
+            'print("ready", rank.pid, flush=True)\n'
+            'time.sleep(120)\n')
+
+
+def _start(tmp_path, code):
+    log = tmp_path / 'hand.log'
+    with open(str(log), 'w') as handle:
+        proc = subprocess.Popen([sys.executable, '-c', code, '-m', 'sglang.launch_server'], stdout=handle,
+                                stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while 'ready' not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return proc, log
+
+
+def test_adopted_the_server_is_a_warning_and_is_stopped_through_its_drain(tmp_path):
+    from ansible_collections.inferops.gpu.plugins.module_utils._common import procfs
+    proc, log = _start(tmp_path, DRAINING)
+    rank = int(log.read_text().split()[1])
+    try:
+        server = [s for s in foreign.find(0, 'x.service', gpu_pids=[rank]) if s['pid'] == proc.pid][0]
+        assert server['pids'] == sorted([proc.pid, rank]) and server['start'] == procfs.read_proc(proc.pid).starttime
+        problems, warnings = foreign.judge([server], 0, adopt=True)
+        assert problems == [] and 'adopted, it is stopped (SIGTERM, its drain) right before' in warnings[0]
+        # A PID whose start time differs is another process: left alone.
+        assert foreign.stop([dict(server, start=server['start'] + 1)], 5) == ([], [])
+        assert procfs.alive(proc.pid)
+        stopped, survivors = foreign.stop([server], 10)
+        assert (stopped, survivors) == (sorted([proc.pid, rank]), [])
+        assert proc.wait(timeout=10) == 0 and 'drained' in log.read_text()
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+def test_a_server_that_ignores_sigterm_is_killed_after_the_drain_limit(tmp_path):
+    proc, _log = _start(tmp_path, 'import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); '
+                                  'print("ready", flush=True); time.sleep(120)')
+    try:
+        server = [s for s in foreign.find(0, 'x.service') if s['pid'] == proc.pid][0]
+        began = time.monotonic()
+        assert foreign.stop([server], 1) == ([proc.pid], [])
+        assert proc.wait(timeout=10) == -9 and time.monotonic() - began >= 1
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)

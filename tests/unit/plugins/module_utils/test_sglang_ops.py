@@ -196,3 +196,32 @@ def test_a_stop_forgets_the_revision_so_nothing_brings_the_server_back(tmp_path)
     assert ops(tmp_path, manager, revision=None, recorded=None).stopped()['changed']
     assert not (tmp_path / 'revision').exists()
     assert ops(tmp_path, manager, revision=None, recorded=None).stopped()['changed'] is False
+
+
+def test_a_server_started_by_hand_is_stopped_inside_the_switch_after_the_units_own(tmp_path):
+    manager = Manager()
+    events = manager.events
+
+    def stop_hand(timeout):
+        events.append('stop hand server (%d s)' % timeout)
+        return [7, 8], []
+    clock = Clock()
+    held = [[{'pid': 8, 'gpu_index': 0}], []]
+    operations = Operations(manager, lambda attach, served: GateStub(), lambda served: (False, '503', ProbeStub()),
+                            lambda: held.pop(0), str(tmp_path), revision='r2', stop_timeout=45, gpu_release_timeout=5,
+                            clock=clock, sleep=clock.sleep, replace=([7], stop_hand))
+    result = operations.started()
+    assert events == ['stop', 'stop hand server (45 s)', 'start'] and result['replaced'] == [7, 8]
+    assert held == []  # its GPU memory was waited for before the start
+    check = Operations(Manager(running=False), None, None, lambda: None, str(tmp_path), check_mode=True,
+                       replace=([7], stop_hand)).started()
+    assert check['replaces'] == [7] and check['action'] == 'start'
+
+
+def test_a_hand_server_that_survives_fails_the_start_before_it(tmp_path):
+    manager = Manager(running=False)
+    operations = Operations(manager, lambda attach, served: GateStub(), None, lambda: None, str(tmp_path),
+                            replace=([7], lambda timeout: ([7], [7])))
+    with pytest.raises(OperationFailed, match='started by hand survived SIGKILL: 7'):
+        operations.started()
+    assert manager.events == []

@@ -21,7 +21,7 @@ def values(**changed):
     base.update((name, '/var/lib/sglang') for name in checks.PATHS)
     base.update(dict.fromkeys(checks.SECRETS, ''))
     base.update(
-        __sglang_server_os_family='Debian', __sglang_server_os_families=['Debian'],
+        __sglang_server_os_family='Debian', __sglang_server_os_families=['Debian'], inferops_adopt=MISSING,
         sglang_server_model_path='/srv/models/demo', sglang_server_host='127.0.0.1', sglang_server_port=30000,
         sglang_server_served_model_name='', sglang_server_user='sglang', sglang_server_group='sglang',
         sglang_server_unit_name='sglang-server', sglang_server_release='', sglang_server_toolkit_version='13.0',
