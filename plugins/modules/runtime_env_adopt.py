@@ -26,44 +26,10 @@ description:
 requirements:
   - Python 3.8 or later on the target (statement ends from C(ast)).
 options:
-  pythons:
-    description: The interpreters whose start-up files are read (the release's, the system's); missing ones are skipped.
-    type: list
-    elements: path
-    default: [/usr/bin/python3]
-  homes:
-    description: Home directories whose Python user sites are read.
-    type: list
-    elements: path
-    default: [/root]
-  managed_names:
-    description: The variables the runtime environment's spec sets (C(PATH) is always one).
-    type: list
-    elements: str
-    default: []
-  managed_files:
-    description: The collection's own files, left alone.
-    type: list
-    elements: path
-    default: []
-  owned_roots:
-    description: The directories the collection's libraries live under.
-    type: list
-    elements: path
-    default: []
-  sonames:
-    description: The libraries that must resolve from O(owned_roots).
-    type: list
-    elements: str
-    default: []
   backup_dir:
     description: Where each adoption's backup goes, in a directory named for its time (UTC).
     type: path
     default: /var/backups/inferops-adopt
-  command_timeout:
-    description: Seconds each command (an interpreter asked for its directories, C(ldconfig)) may take.
-    type: int
-    default: 60
 attributes:
   check_mode:
     support: full
@@ -75,6 +41,7 @@ attributes:
     platforms: posix
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - inferops.gpu.host_scan
 author:
   - inferops.gpu maintainers (@inferops)
 """
@@ -145,16 +112,7 @@ def adopt(module, run, now=time.gmtime):
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            pythons=dict(type='list', elements='path', default=['/usr/bin/python3']),
-            homes=dict(type='list', elements='path', default=['/root']),
-            managed_names=dict(type='list', elements='str', default=[]),
-            managed_files=dict(type='list', elements='path', default=[]),
-            owned_roots=dict(type='list', elements='path', default=[]),
-            sonames=dict(type='list', elements='str', default=[]),
-            backup_dir=dict(type='path', default='/var/backups/inferops-adopt'),
-            command_timeout=dict(type='int', default=60),
-        ),
+        argument_spec=dict(host_scan.ARGUMENT_SPEC, backup_dir=dict(type='path', default='/var/backups/inferops-adopt')),
         supports_check_mode=True,
     )
     try:

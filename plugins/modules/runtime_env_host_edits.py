@@ -22,46 +22,13 @@ description:
     library of O(sonames) outside O(owned_roots) (C(ldconfig -p)). The rest are warnings.
   - Values are never read back or returned, only names and places.
 options:
-  pythons:
-    description: The interpreters whose start-up files are read (the release's, the system's); missing ones are skipped.
-    type: list
-    elements: path
-    default: [/usr/bin/python3]
-  homes:
-    description: Home directories whose Python user sites are read (root's, the service user's).
-    type: list
-    elements: path
-    default: [/root]
-  managed_names:
-    description: The variables the runtime environment's spec sets (C(PATH) is always one).
-    type: list
-    elements: str
-    default: []
-  managed_files:
-    description: The collection's own files, left out (its start-up hook is found by name in every site directory).
-    type: list
-    elements: path
-    default: []
-  owned_roots:
-    description: The directories the collection's libraries live under (the toolkit, the release).
-    type: list
-    elements: path
-    default: []
-  sonames:
-    description: The libraries that must resolve from O(owned_roots) when an entry of C(ld.so.conf.d) provides them.
-    type: list
-    elements: str
-    default: []
   refuse:
     description: Fail when a finding would make the collection's result wrong.
     type: bool
     default: true
-  command_timeout:
-    description: Seconds each command (an interpreter asked for its directories, C(ldconfig -p)) may take.
-    type: int
-    default: 60
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - inferops.gpu.host_scan
   - inferops.gpu.attributes.read_only
 author:
   - inferops.gpu maintainers (@inferops)
@@ -111,16 +78,7 @@ def find(module, run):
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            pythons=dict(type='list', elements='path', default=['/usr/bin/python3']),
-            homes=dict(type='list', elements='path', default=['/root']),
-            managed_names=dict(type='list', elements='str', default=[]),
-            managed_files=dict(type='list', elements='path', default=[]),
-            owned_roots=dict(type='list', elements='path', default=[]),
-            sonames=dict(type='list', elements='str', default=[]),
-            refuse=dict(type='bool', default=True),
-            command_timeout=dict(type='int', default=60),
-        ),
+        argument_spec=dict(host_scan.ARGUMENT_SPEC, refuse=dict(type='bool', default=True)),
         supports_check_mode=True,
     )
     try:

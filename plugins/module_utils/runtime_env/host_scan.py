@@ -32,6 +32,18 @@ print(json.dumps({"stdlib": sysconfig.get_paths()["stdlib"], "sites": sites + (s
 """
 
 
+# The options of both modules (their documentation: doc fragment inferops.gpu.host_scan).
+ARGUMENT_SPEC = dict(
+    pythons=dict(type='list', elements='path', default=['/usr/bin/python3']),
+    homes=dict(type='list', elements='path', default=['/root']),
+    managed_names=dict(type='list', elements='str', default=[]),
+    managed_files=dict(type='list', elements='path', default=[]),
+    owned_roots=dict(type='list', elements='path', default=[]),
+    sonames=dict(type='list', elements='str', default=[]),
+    command_timeout=dict(type='int', default=60),
+)
+
+
 def read(path):
     try:
         with open(path, 'rb') as handle:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import importlib
 import json
 import os
 import subprocess
@@ -88,7 +89,14 @@ def record_argument_spec(monkeypatch, module):
 def assert_options_match_spec(module, seen):
     assert seen['supports_check_mode'] is True
     spec = seen['argument_spec']
-    options = yaml.safe_load(module.DOCUMENTATION)['options']
+    documentation = yaml.safe_load(module.DOCUMENTATION)
+    options = dict(documentation.get('options') or {})
+    # The collection's own doc fragments (plugins/doc_fragments/NAME.py, VARIABLE or DOCUMENTATION) add theirs.
+    for fragment in documentation.get('extends_documentation_fragment') or []:
+        if fragment.startswith('inferops.gpu.'):
+            name, _dot, variable = fragment[len('inferops.gpu.'):].partition('.')
+            holder = importlib.import_module('ansible_collections.inferops.gpu.plugins.doc_fragments.' + name).ModuleDocFragment
+            options.update(yaml.safe_load(getattr(holder, (variable or 'documentation').upper())).get('options') or {})
     assert set(options) == set(spec)
     for name, doc in options.items():
         assert doc['type'] == spec[name]['type'], name
