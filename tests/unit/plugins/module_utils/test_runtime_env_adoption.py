@@ -15,15 +15,9 @@ import types
 import pytest
 
 from ansible_collections.inferops.gpu.plugins.module_utils.runtime_env import adoption, hand_edits
+from distro_sitecustomize import DISTRO_SITECUSTOMIZE  # tests/unit/distro_sitecustomize.py
 
-DISTRO = '''# install the apport exception handler if available
-try:
-    import apport_python_hook
-except ImportError:
-    pass
-else:
-    apport_python_hook.install()
-'''
+DISTRO = DISTRO_SITECUSTOMIZE
 HAND = '''import os
 os.environ["CUDA_HOME"] = "/usr/local/cuda-12.8"
 os.environ.setdefault("NCCL_DEBUG", "WARN")
@@ -98,9 +92,9 @@ def test_login_files_lose_the_specs_variables_but_never_the_distros_path(tmp_pat
     assert new.splitlines()[1] == ': # inferops.gpu adopted:     export CUDA_HOME=/usr/local/cuda-12.8'
     (tmp_path / 'cuda.sh').write_text(new)
     # A block left empty would be a syntax error for every login shell: `:` keeps it valid.
-    assert subprocess.run(['sh', '-n', str(tmp_path / 'cuda.sh')], check=False).returncode == 0
+    assert subprocess.run(['sh', '-n', str(tmp_path / 'cuda.sh')], check=False, timeout=60).returncode == 0
     assert subprocess.run(['sh', '-c', '. %s; echo "${CUDA_HOME-unset}"' % (tmp_path / 'cuda.sh')],
-                          capture_output=True, text=True, check=True).stdout == 'unset\n'
+                          capture_output=True, text=True, check=True, timeout=60).stdout == 'unset\n'
 
 
 @pytest.fixture
@@ -152,7 +146,7 @@ def test_apply_backs_up_first_and_undo_puts_everything_back(host):
     undo = (root / 'undo.sh').read_text()
     assert undo.splitlines()[-1] == 'ldconfig'
     # Run it without its ldconfig line: the files are as they were.
-    subprocess.run(['sh', '-c', '\n'.join(undo.splitlines()[:-1])], check=True)
+    subprocess.run(['sh', '-c', '\n'.join(undo.splitlines()[:-1])], check=True, timeout=60)
     assert host['real'].read_text() == DISTRO + HAND and host['loader_file'].exists()
 
 

@@ -7,16 +7,10 @@ sitecustomize.py, a .pth line, /etc/environment and profile.d, ld.so.conf.d entr
 from __future__ import annotations
 
 from ansible_collections.inferops.gpu.plugins.module_utils.runtime_env import hand_edits
+from distro_sitecustomize import DISTRO_SITECUSTOMIZE  # tests/unit/distro_sitecustomize.py
 
 # As the original upgrade appended it to /usr/lib/python3.12/sitecustomize.py (../shared/seeds/).
-SITECUSTOMIZE = '''# install the apport exception handler if available
-try:
-    import apport_python_hook
-except ImportError:
-    pass
-else:
-    apport_python_hook.install()
-import os
+SITECUSTOMIZE = DISTRO_SITECUSTOMIZE + '''import os
 os.environ["CUDA_HOME"] = "/usr/local/cuda-12.8"
 os.environ.setdefault("NCCL_DEBUG", "WARN")
 os.environ.update({"NCCL_PROTO": "LL"}, TRITON_PTXAS_PATH="/usr/local/cuda-12.8/bin/ptxas")

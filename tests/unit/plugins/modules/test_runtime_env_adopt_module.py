@@ -44,7 +44,7 @@ def adopt(tmp_path, python, **more):
 
 def seen(python):
     return subprocess.run([python, '-c', 'import os; print(os.environ.get("CUDA_HOME"))'], capture_output=True,
-                          text=True, check=True, env={'CUDA_HOME': '/usr/local/cuda-13.0'}).stdout.strip()
+                          text=True, check=True, timeout=120, env={'CUDA_HOME': '/usr/local/cuda-13.0'}).stdout.strip()
 
 
 def test_check_mode_says_what_it_would_do_and_changes_nothing(venv, tmp_path):
@@ -77,7 +77,7 @@ def test_the_hand_edit_is_taken_over_with_a_backup_and_a_second_run_changes_noth
     found = invoke(runtime_env_host_edits, {'pythons': [python], 'homes': [], 'managed_names': ['CUDA_HOME']})
     assert not found.get('failed') and found['problems'] == []
     # undo.sh puts the hand's file back.
-    subprocess.run(['sh', os.path.join(backup, 'undo.sh')], check=True)
+    subprocess.run(['sh', os.path.join(backup, 'undo.sh')], check=True, timeout=60)
     assert open(os.path.join(site, 'sitecustomize.py')).read() == HAND
 
 
